@@ -1,0 +1,7 @@
+//! fluxmend: find and rewrite Flux delivery trees that can lock themselves.
+//!
+//! Stages, one module each: [`load`] the files, [`parse`] them into span trees, build the
+//! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
+//! fixes and [`emit`] the result.
+
+pub mod parse;

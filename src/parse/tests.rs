@@ -1,0 +1,332 @@
+use super::*;
+use proptest::prelude::*;
+
+fn parse_ok(text: &str) -> YamlFile {
+    let (file, err) = YamlFile::parse(text);
+    assert_eq!(err, None, "parse error in {text:?}");
+    file
+}
+
+/// Every node's text, re-parsed on its own (indented to its column), means the node's value.
+fn assert_spans_reparse(file: &YamlFile) {
+    for (id, node) in file.nodes.iter().enumerate() {
+        if contains_alias(file, id) {
+            continue;
+        }
+        let expected = file.value(id).unwrap();
+        let slice = file.slice(node.span);
+        if slice.is_empty() {
+            assert_eq!(expected, Value::Null, "empty span for non-null node {id}");
+            continue;
+        }
+        let col = node.span.start - file.line_start(node.span.start);
+        let reparsed_text = format!("{}{}\n", " ".repeat(col), slice);
+        let (again, err) = YamlFile::parse(&reparsed_text);
+        assert_eq!(err, None, "node {id} slice {slice:?} does not re-parse");
+        let got = again.value(again.docs[0].root).unwrap();
+        // A span excludes the node's properties, so a `!!str` tag is not in it.
+        let tagged = matches!(&node.kind, NodeKind::Scalar { tag: Some(_), .. });
+        if tagged {
+            assert_eq!(unquote(got), unquote(expected), "node {id}: slice {slice:?}");
+        } else {
+            assert_eq!(got, expected, "node {id}: slice {slice:?}");
+        }
+    }
+}
+
+fn contains_alias(file: &YamlFile, id: NodeId) -> bool {
+    match &file.nodes[id].kind {
+        NodeKind::Alias { .. } => true,
+        NodeKind::Scalar { .. } => false,
+        NodeKind::Sequence { items, .. } => items.iter().any(|&i| contains_alias(file, i)),
+        NodeKind::Mapping { entries, .. } => entries
+            .iter()
+            .any(|&(k, v)| contains_alias(file, k) || contains_alias(file, v)),
+    }
+}
+
+const SAMPLE: &str = "# head
+apiVersion: v1   # c
+kind: ConfigMap
+metadata:
+  name: &n é-name
+  labels: {a: \"x\", b: 'y'}
+data:
+  k: |
+    line1
+    ünï
+
+  list:
+  - a
+  - &x b
+  -   - nested
+  seq2:
+    - key: v
+      other: *n
+  empty: []
+  ? complex
+  : val
+  folded: >-
+    one
+    two
+  multi: plain text
+    continued here
+  nothing:
+  tagged: !!str 12
+---
+- x
+...
+";
+
+#[test]
+fn spans_cover_exactly_the_node_text() {
+    let file = parse_ok(SAMPLE);
+    assert_eq!(file.docs.len(), 2);
+    let root = file.docs[0].root;
+    let text_of = |keys: &[&str]| file.slice(file.node(file.lookup(root, keys).unwrap()).span);
+    assert_eq!(text_of(&["apiVersion"]), "v1");
+    assert_eq!(text_of(&["metadata", "name"]), "é-name");
+    assert_eq!(text_of(&["metadata", "labels"]), "{a: \"x\", b: 'y'}");
+    assert_eq!(text_of(&["data", "k"]), "|\n    line1\n    ünï");
+    assert_eq!(text_of(&["data", "list"]), "- a\n  - &x b\n  -   - nested");
+    assert_eq!(text_of(&["data", "empty"]), "[]");
+    assert_eq!(text_of(&["data", "folded"]), ">-\n    one\n    two");
+    assert_eq!(text_of(&["data", "multi"]), "plain text\n    continued here");
+    assert_eq!(text_of(&["data", "nothing"]), "");
+    assert_eq!(text_of(&["data", "tagged"]), "12");
+    assert_eq!(text_of(&["data", "seq2"]), "- key: v\n      other: *n");
+    let other = file.lookup(root, &["data", "seq2"]).unwrap();
+    let item = file.items(other)[0];
+    assert_eq!(file.slice(file.node(file.lookup(item, &["other"]).unwrap()).span), "*n");
+    assert_eq!(file.scalar(file.lookup(item, &["other"]).unwrap()), Some("é-name"));
+    // Block sequence items know their dash.
+    let list = file.lookup(root, &["data", "list"]).unwrap();
+    let dashes: Vec<_> = file.items(list).iter().map(|&i| file.node(i).dash.map(|d| &file.text[d..d + 2])).collect();
+    assert_eq!(dashes, vec![Some("- "); 3]);
+    // Regions tile the file; the second starts at its `---`.
+    assert_eq!(file.docs[0].region.start, 0);
+    assert_eq!(file.docs[0].region.end, file.docs[1].region.start);
+    assert!(file.text[file.docs[1].region.start..].starts_with("---"));
+    assert_eq!(file.docs[1].region.end, file.text.len());
+    assert_spans_reparse(&file);
+}
+
+#[test]
+fn crlf_bom_and_line_columns() {
+    let text = "\u{feff}a: 1\r\nb:\r\n  - x\r\n  - \"y\"\r\nc: |\r\n  ü line\r\n  two\r\n";
+    let file = parse_ok(text);
+    assert!(file.bom);
+    assert_eq!(file.line_ending, LineEnding::CrLf);
+    let root = file.docs[0].root;
+    assert_eq!(file.slice(file.node(file.lookup(root, &["c"]).unwrap()).span), "|\r\n  ü line\r\n  two");
+    assert_eq!(file.slice(file.node(file.lookup(root, &["b"]).unwrap()).span), "- x\r\n  - \"y\"");
+    let y = file.items(file.lookup(root, &["b"]).unwrap())[1];
+    assert_eq!(file.line_col(file.node(y).span.start), (4, 5));
+}
+
+#[test]
+fn redefined_anchors_resolve_to_the_latest_definition() {
+    let file = parse_ok("a: &x one\nb: *x\nc: &x two\nd: *x\n");
+    let root = file.docs[0].root;
+    assert_eq!(file.scalar(file.lookup(root, &["b"]).unwrap()), Some("one"));
+    assert_eq!(file.scalar(file.lookup(root, &["d"]).unwrap()), Some("two"));
+}
+
+#[test]
+fn alias_bombs_hit_the_budget_instead_of_memory() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let p = i - 1;
+        text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+    }
+    let file = parse_ok(&text);
+    assert_eq!(file.value(file.docs[0].root), Err(AliasBudgetExceeded));
+}
+
+#[test]
+fn merge_keys_merge() {
+    let file = parse_ok("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n");
+    let v = file.value(file.docs[0].root).unwrap();
+    assert_eq!(v.str_at(&["d", "x"]), Some("1"));
+    assert_eq!(v.str_at(&["d", "y"]), Some("3"));
+}
+
+#[test]
+fn syntax_errors_keep_earlier_documents() {
+    let (file, err) = YamlFile::parse("a: 1\n---\nb: [1, 2\n");
+    let err = err.expect("an error");
+    assert_eq!(file.docs.len(), 1);
+    assert!(err.line >= 3, "{err}");
+}
+
+// ---- property test: random documents, every span re-parses to its node's value ----
+
+#[derive(Clone, Debug)]
+enum Gen {
+    Scalar(String),
+    Map(Vec<(String, Gen)>),
+    Seq(Vec<Gen>),
+}
+
+fn gen_tree() -> impl Strategy<Value = Gen> {
+    let word = "[a-zA-Z0-9é☃ ._/-]{1,12}".prop_map(|s| s.trim().to_string()).prop_filter("non-empty", |s| !s.is_empty());
+    let leaf = prop_oneof![
+        word.clone().prop_map(Gen::Scalar),
+        "[a-z ü]{1,10}\n[a-z ]{0,10}".prop_map(Gen::Scalar),
+    ];
+    leaf.prop_recursive(4, 40, 5, move |inner| {
+        prop_oneof![
+            prop::collection::vec(("[a-z][a-z0-9-]{0,8}", inner.clone()), 1..5).prop_map(|entries| {
+                let mut seen = std::collections::HashSet::new();
+                Gen::Map(entries.into_iter().filter(|(k, _)| seen.insert(k.clone())).collect())
+            }),
+            prop::collection::vec(inner, 1..5).prop_map(Gen::Seq),
+        ]
+    })
+}
+
+/// Styles chosen per node from a stream of random choices.
+struct Emitter<'a> {
+    out: String,
+    choices: &'a [u8],
+    n: usize,
+    eol: &'static str,
+}
+
+impl Emitter<'_> {
+    fn pick(&mut self, k: u8) -> u8 {
+        let c = self.choices[self.n % self.choices.len()] % k;
+        self.n += 1;
+        c
+    }
+
+    fn scalar_inline(&mut self, s: &str) -> String {
+        let plain_ok = !s.contains('\n')
+            && s.chars().all(|c| c.is_alphanumeric() || " ._/é☃".contains(c))
+            && !s.starts_with(['-', '.', ' '])
+            && !["null", "true", "false", "~", "yes", "no"].contains(&s.to_ascii_lowercase().as_str())
+            && s.parse::<f64>().is_err();
+        match self.pick(3) {
+            0 if plain_ok => s.to_string(),
+            1 if !s.contains('\n') => format!("'{}'", s.replace('\'', "''")),
+            _ => format!("{:?}", s).replace("\\u{e9}", "é"),
+        }
+    }
+
+    fn comment(&mut self) -> &'static str {
+        if self.pick(4) == 0 { "  # note: - x" } else { "" }
+    }
+
+    fn flow(&mut self, g: &Gen) -> String {
+        match g {
+            Gen::Scalar(s) => self.scalar_inline(s),
+            Gen::Seq(items) => format!("[{}]", items.iter().map(|i| self.flow(i)).collect::<Vec<_>>().join(", ")),
+            Gen::Map(entries) => format!(
+                "{{{}}}",
+                entries.iter().map(|(k, v)| format!("{k}: {}", self.flow(v))).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// Emit `g` as the value after `key:` or `- ` at `indent`.
+    fn value(&mut self, g: &Gen, indent: usize) {
+        let eol = self.eol;
+        match g {
+            Gen::Scalar(s) if s.contains('\n') && !s.ends_with('\n') && self.pick(2) == 0 => {
+                let pad = " ".repeat(indent + 2);
+                let body: Vec<_> = s.lines().collect();
+                if body.iter().any(|l| l.trim().is_empty() || l.starts_with(' ') || l.ends_with(' ')) {
+                    let text = self.scalar_inline(s);
+                    self.out.push_str(&format!(" {text}{eol}"));
+                    return;
+                }
+                let c = self.comment();
+                self.out.push_str(&format!(" |-{c}{eol}"));
+                for l in body {
+                    self.out.push_str(&format!("{pad}{l}{eol}"));
+                }
+            }
+            Gen::Scalar(_) => {
+                let text = self.flow(g);
+                let c = self.comment();
+                self.out.push_str(&format!(" {text}{c}{eol}"));
+            }
+            _ if self.pick(4) == 0 => {
+                let text = self.flow(g);
+                self.out.push_str(&format!(" {text}{eol}"));
+            }
+            _ => {
+                let c = self.comment();
+                self.out.push_str(&format!("{c}{eol}"));
+                self.block(g, indent + 2);
+            }
+        }
+    }
+
+    fn block(&mut self, g: &Gen, indent: usize) {
+        let pad = " ".repeat(indent);
+        match g {
+            Gen::Map(entries) => {
+                for (k, v) in entries {
+                    self.out.push_str(&format!("{pad}{k}:"));
+                    self.value(v, indent);
+                }
+            }
+            Gen::Seq(items) => {
+                for item in items {
+                    self.out.push_str(&format!("{pad}-"));
+                    self.value(item, indent);
+                }
+            }
+            Gen::Scalar(_) => self.value(g, indent),
+        }
+    }
+}
+
+fn gen_value(g: &Gen) -> Value {
+    match g {
+        Gen::Scalar(s) => Value::Str(s.clone(), true),
+        Gen::Seq(items) => Value::Seq(items.iter().map(gen_value).collect()),
+        Gen::Map(entries) => Value::Map(
+            entries.iter().map(|(k, v)| (Value::Str(k.clone(), false), gen_value(v))).collect(),
+        ),
+    }
+}
+
+/// Quoting is not part of the meaning compared here.
+fn unquote(v: Value) -> Value {
+    match v {
+        Value::Str(s, _) => Value::Str(s, true),
+        Value::Seq(items) => Value::Seq(items.into_iter().map(unquote).collect()),
+        Value::Map(entries) => Value::Map(entries.into_iter().map(|(k, v)| (k, unquote(v))).collect()),
+        Value::Null => Value::Null,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    #[test]
+    fn every_span_reparses_to_its_value(
+        docs in prop::collection::vec(gen_tree(), 1..3),
+        choices in prop::collection::vec(any::<u8>(), 1..64),
+        crlf in any::<bool>(),
+    ) {
+        let mut e = Emitter { out: String::new(), choices: &choices, n: 0, eol: if crlf { "\r\n" } else { "\n" } };
+        for (i, d) in docs.iter().enumerate() {
+            if i > 0 || e.pick(2) == 0 {
+                e.out.push_str(&format!("---{}", e.eol));
+            }
+            let d = match d { Gen::Scalar(_) => Gen::Map(vec![("k".into(), d.clone())]), other => other.clone() };
+            e.block(&d, 0);
+        }
+        let (file, err) = YamlFile::parse(&e.out);
+        prop_assert_eq!(err, None, "{}", e.out);
+        prop_assert_eq!(file.docs.len(), docs.len());
+        for (doc, g) in file.docs.iter().zip(&docs) {
+            let g = match g { Gen::Scalar(_) => Gen::Map(vec![("k".into(), g.clone())]), other => other.clone() };
+            let key_unquoted = |v: Value| unquote(v);
+            prop_assert_eq!(key_unquoted(file.value(doc.root).unwrap()), unquote(gen_value(&g)));
+        }
+        assert_spans_reparse(&file);
+    }
+}
