@@ -5,3 +5,8 @@
 //! fixes and [`emit`] the result.
 
 pub mod parse;
+pub mod diagnostics;
+pub mod load;
+pub mod model;
+pub mod emit;
+pub mod rules;

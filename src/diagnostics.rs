@@ -1,0 +1,47 @@
+//! Diagnostics: problems in the repository itself (not rule findings), each pointing at a file
+//! and, where known, a line and column.
+
+use serde::Serialize;
+
+/// How bad a diagnostic or finding is; ordered so `--fail-on` can compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// A problem or a skip in the repository, with its place.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Path relative to the repository root (`""` for the repository itself).
+    pub file: String,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn new(severity: Severity, file: &str, message: String) -> Self {
+        Diagnostic { severity, file: file.to_string(), line: None, column: None, message }
+    }
+
+    /// Place the diagnostic at a 1-based line and column.
+    pub fn at(mut self, line: usize, column: usize) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+}

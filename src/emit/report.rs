@@ -1,0 +1,245 @@
+//! Reports of `check` and `graph`, as text, JSON, DOT or Mermaid. The JSON shapes are contracts
+//! documented in the README.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::model::{Layer, Model};
+use crate::rules::Finding;
+
+/// Counts a bot can gate on without walking the lists.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub files: usize,
+    pub objects: usize,
+    pub layers: usize,
+    pub live_layers: usize,
+    pub findings: BTreeMap<Severity, usize>,
+    pub diagnostics: BTreeMap<Severity, usize>,
+}
+
+impl Summary {
+    pub fn new(model: &Model, findings: &[Finding], diagnostics: &[Diagnostic]) -> Self {
+        let by_sev = |sevs: Vec<Severity>| {
+            let mut m = BTreeMap::new();
+            for s in sevs {
+                *m.entry(s).or_insert(0) += 1;
+            }
+            m
+        };
+        Summary {
+            files: model.repo.files.len(),
+            objects: model.objects.len(),
+            layers: model.layers.len(),
+            live_layers: model.live_layers().count(),
+            findings: by_sev(findings.iter().map(|f| f.severity).collect()),
+            diagnostics: by_sev(diagnostics.iter().map(|d| d.severity).collect()),
+        }
+    }
+}
+
+/// `check --format json`.
+pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
+    let findings: Vec<_> = findings
+        .iter()
+        .map(|f| {
+            json!({
+                "rule": f.rule,
+                "severity": f.severity,
+                "message": f.message,
+                "file": f.file,
+                "line": f.line,
+                "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
+                "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
+                "blocked_layers": f.blocked_layers,
+                "masked_objects": f.masked_objects,
+            })
+        })
+        .collect();
+    let out = json!({"findings": findings, "diagnostics": diagnostics, "summary": summary});
+    serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
+}
+
+/// `check --format text`: one block per finding, one line per diagnostic, then the summary.
+pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let _ = writeln!(out, "{}:{}: {}[{}]: {}", f.file, f.line, f.severity, f.rule, f.message);
+    }
+    for d in diagnostics {
+        let place = match (d.line, d.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", d.file),
+            _ if d.file.is_empty() => ".".to_string(),
+            _ => d.file.clone(),
+        };
+        let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
+    }
+    let count = |m: &BTreeMap<Severity, usize>| {
+        let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
+        if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
+    };
+    let _ = writeln!(
+        out,
+        "checked {} files, {} objects, {} layers ({} live): findings: {}; diagnostics: {}",
+        summary.files,
+        summary.objects,
+        summary.layers,
+        summary.live_layers,
+        count(&summary.findings),
+        count(&summary.diagnostics)
+    );
+    out
+}
+
+fn gating(layer: &Layer) -> String {
+    match (layer.wait, layer.health_checks.len(), layer.health_check_exprs) {
+        (true, 0, _) => "wait: true (gates everything it applies)".into(),
+        (true, n, _) => format!("wait: true (gates everything it applies; its {n} healthChecks are ignored)"),
+        (false, 0, _) => "no health gate".into(),
+        (false, n, _) => format!("healthChecks: {n}"),
+    }
+}
+
+fn kind_counts(layer: &Layer, variant: &crate::model::Variant) -> String {
+    let _ = layer;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &variant.inventory {
+        *counts.entry(r.key.kind.as_str()).or_default() += 1;
+    }
+    counts.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(" ")
+}
+
+fn layer_label(model: &Model, id: usize) -> String {
+    let l = model.layer(id);
+    if model.layers.iter().filter(|o| o.id == l.id).count() > 1 {
+        format!("{} (#{id})", l.id)
+    } else {
+        l.id.to_string()
+    }
+}
+
+/// `graph --format text`.
+pub fn graph_text(model: &Model) -> String {
+    let mut out = String::new();
+    for (id, layer) in model.layers.iter().enumerate() {
+        let origin = match (layer.object, layer.created_by_instance) {
+            (Some(o), _) => {
+                let obj = model.object(o);
+                format!("{}:{}", model.repo.file(obj.file).path, obj.line)
+            }
+            (None, Some(i)) => {
+                let obj = model.object(i);
+                format!("created by FluxInstance {} ({}:{})", obj.key, model.repo.file(obj.file).path, obj.line)
+            }
+            _ => String::new(),
+        };
+        let status = if layer.live { "" } else { " [unreferenced]" };
+        let _ = writeln!(out, "{}{status}  ({origin})", layer_label(model, id));
+        let root = layer.source_root.as_deref().map(|r| if r.is_empty() { "." } else { r }).unwrap_or("?");
+        let _ = writeln!(out, "  source: {} (root {root})", layer.source);
+        let _ = writeln!(out, "  path: {}", if layer.path.is_empty() { "./" } else { &layer.path });
+        let _ = writeln!(out, "  gating: {}", gating(layer));
+        if let Some(by) = layer.applied_by {
+            let _ = writeln!(out, "  applied by: {}", layer_label(model, by));
+        }
+        if !layer.depends_on_ids.is_empty() {
+            let deps: Vec<String> = layer.depends_on_ids.iter().map(|&d| layer_label(model, d)).collect();
+            let _ = writeln!(out, "  dependsOn: {}", deps.join(", "));
+        }
+        for v in &layer.variants {
+            let bindings: Vec<String> = v.bindings.iter().map(|(p, n)| format!("{p}={n}")).collect();
+            let how = if v.generated { "generated kustomization" } else { "kustomization" };
+            let _ = write!(out, "  variant {}", if v.dir.is_empty() { "." } else { &v.dir });
+            if !bindings.is_empty() {
+                let _ = write!(out, " [{}]", bindings.join(", "));
+            }
+            let _ = writeln!(out, " ({how}): {} objects: {}", v.inventory.len(), kind_counts(layer, v));
+            if let Some(e) = &v.error {
+                let _ = writeln!(out, "    error: {e}");
+            }
+        }
+    }
+    out
+}
+
+/// `graph --format json`.
+pub fn graph_json(model: &Model) -> String {
+    let layers: Vec<_> = model
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(id, l)| {
+            json!({
+                "id": id,
+                "name": l.id.name,
+                "namespace": l.id.namespace,
+                "live": l.live,
+                "file": l.object.map(|o| model.repo.file(model.object(o).file).path.clone()),
+                "created_by_instance": l.created_by_instance.map(|o| model.object(o).key.clone()),
+                "applied_by": l.applied_by,
+                "source": l.source,
+                "source_root": l.source_root,
+                "path": l.path,
+                "wait": l.wait,
+                "health_checks": l.health_checks,
+                "depends_on": l.depends_on_ids,
+                "variants": l.variants.iter().map(|v| json!({
+                    "dir": v.dir,
+                    "bindings": v.bindings,
+                    "generated": v.generated,
+                    "error": v.error,
+                    "objects": v.inventory.iter().map(|r| json!({
+                        "object": r.key,
+                        "file": model.repo.file(model.object(r.object).file).path,
+                        "line": model.object(r.object).line,
+                        "gated": l.gates(&r.key),
+                        "via": r.chain.iter().map(|&f| model.repo.file(f).path.clone()).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({"layers": layers, "diagnostics": model.diagnostics})).expect("JSON of plain data") + "\n"
+}
+
+fn node_name(id: usize) -> String {
+    format!("l{id}")
+}
+
+/// `graph --format dot`: solid edges apply, dashed edges wait (`dependsOn`).
+pub fn graph_dot(model: &Model) -> String {
+    let mut out = String::from("digraph fluxmend {\n  rankdir=LR;\n  node [shape=box];\n");
+    for (id, l) in model.layers.iter().enumerate() {
+        let style = if l.wait { ",penwidth=2" } else { "" };
+        let dashed = if l.live { "" } else { ",style=dashed" };
+        let _ = writeln!(out, "  {} [label=\"{}\\n{}\"{style}{dashed}];", node_name(id), l.id, gating(l).replace('"', "'"));
+        if let Some(by) = l.applied_by {
+            let _ = writeln!(out, "  {} -> {} [label=\"applies\"];", node_name(by), node_name(id));
+        }
+        for &d in &l.depends_on_ids {
+            let _ = writeln!(out, "  {} -> {} [style=dashed,label=\"waits for\"];", node_name(id), node_name(d));
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// `graph --format mermaid`.
+pub fn graph_mermaid(model: &Model) -> String {
+    let mut out = String::from("flowchart LR\n");
+    for (id, l) in model.layers.iter().enumerate() {
+        let gate = if l.wait { " (wait)" } else { "" };
+        let _ = writeln!(out, "  {}[\"{}{gate}\"]", node_name(id), l.id);
+        if let Some(by) = l.applied_by {
+            let _ = writeln!(out, "  {} -->|applies| {}", node_name(by), node_name(id));
+        }
+        for &d in &l.depends_on_ids {
+            let _ = writeln!(out, "  {} -.->|waits for| {}", node_name(id), node_name(d));
+        }
+    }
+    out
+}

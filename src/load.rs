@@ -1,0 +1,280 @@
+//! Load: walk a repository the way Flux packages it (its ignore rules), read the YAML files and
+//! parse them, and set aside — with a note, not an error — what is not Kubernetes YAML.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::{Match, WalkBuilder};
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::parse::{ParseError, YamlFile};
+
+/// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Flux source-controller's default exclusions (fluxcd/pkg `sourceignore`: VCS, CI and
+/// extension patterns), applied on top of `.gitignore` and `.sourceignore`.
+const FLUX_DEFAULT_IGNORES: &[&str] = &[
+    ".git/",
+    ".gitignore",
+    ".gitmodules",
+    ".gitattributes",
+    "*.jpg",
+    "*.jpeg",
+    "*.gif",
+    "*.png",
+    "*.wmv",
+    "*.flv",
+    "*.tar.gz",
+    "*.zip",
+    ".github/",
+    ".circleci/",
+    ".travis.yml",
+    ".gitlab-ci.yml",
+    "appveyor.yml",
+    ".drone.yml",
+    "cloudbuild.yaml",
+    "codeship-services.yml",
+    "codeship-steps.yml",
+    "**/.goreleaser.yml",
+    "**/.sops.yaml",
+    "**/.flux.yaml",
+];
+
+/// Index of a file in [`Repo::files`].
+pub type FileId = usize;
+
+/// One parsed YAML file. `path` is relative to the repository root, `/`-separated.
+#[derive(Debug)]
+pub struct SourceFile {
+    pub path: String,
+    pub yaml: YamlFile,
+    /// Set when the file did not parse to its end; its later documents are unknown and no fix
+    /// may touch the file.
+    pub error: Option<ParseError>,
+}
+
+/// The loaded repository: every YAML file fluxmend reads, every directory, and what was skipped.
+#[derive(Debug)]
+pub struct Repo {
+    pub root: PathBuf,
+    pub files: Vec<SourceFile>,
+    /// Every directory below the root that Flux would ship (relative, `""` is the root).
+    pub dirs: BTreeSet<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    by_path: HashMap<String, FileId>,
+    /// YAML files directly in each directory, sorted by path.
+    dir_files: HashMap<String, Vec<FileId>>,
+    /// Direct subdirectories of each directory, sorted.
+    dir_children: HashMap<String, Vec<String>>,
+    /// Every non-YAML or skipped file path, so that `resources` entries naming them resolve.
+    other_files: BTreeSet<String>,
+}
+
+/// The repository root could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Root {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: PathBuf },
+}
+
+impl Repo {
+    /// Walk and parse the repository at `root`.
+    pub fn load(root: &Path) -> Result<Repo, LoadError> {
+        let meta = std::fs::metadata(root).map_err(|source| LoadError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        if !meta.is_dir() {
+            return Err(LoadError::NotADirectory {
+                path: root.to_path_buf(),
+            });
+        }
+        let root = root.canonicalize().map_err(|source| LoadError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        let defaults = flux_defaults(&root);
+        let mut repo = Repo {
+            root: root.clone(),
+            files: Vec::new(),
+            dirs: BTreeSet::new(),
+            diagnostics: Vec::new(),
+            by_path: HashMap::new(),
+            dir_files: HashMap::new(),
+            dir_children: HashMap::new(),
+            other_files: BTreeSet::new(),
+        };
+        let mut candidates = Vec::new();
+        let walker = WalkBuilder::new(&root)
+            .hidden(false)
+            .follow_links(false)
+            .require_git(false)
+            .git_global(false)
+            .add_custom_ignore_filename(".sourceignore")
+            .filter_entry(move |e| {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                !matches!(
+                    defaults.matched_path_or_any_parents(e.path(), is_dir),
+                    Match::Ignore(_)
+                )
+            })
+            .build();
+        for entry in walker {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(err) => {
+                    repo.diagnostics.push(Diagnostic::new(
+                        Severity::Warning,
+                        "",
+                        format!("skipped while walking: {err}"),
+                    ));
+                    continue;
+                }
+            };
+            let Ok(rel) = entry.path().strip_prefix(&root) else { continue };
+            let rel = rel_string(rel);
+            let Some(kind) = entry.file_type() else { continue };
+            if kind.is_symlink() {
+                repo.diagnostics.push(Diagnostic::new(
+                    Severity::Note,
+                    &rel,
+                    "symbolic link not followed (fluxmend never reads through a link)".into(),
+                ));
+                continue;
+            }
+            if kind.is_dir() {
+                repo.dirs.insert(rel);
+            } else if is_yaml_name(&rel) {
+                candidates.push(rel);
+            } else {
+                repo.other_files.insert(rel);
+            }
+        }
+        candidates.sort();
+        for rel in candidates {
+            let read = read_candidate(&root, &rel);
+            match read {
+                Ok(text) => match skip_reason(&rel, &text, &repo.dirs, &root) {
+                    Some(reason) => {
+                        repo.diagnostics.push(Diagnostic::new(Severity::Note, &rel, format!("skipped: {reason}")));
+                        repo.other_files.insert(rel);
+                    }
+                    None => {
+                        let (yaml, error) = YamlFile::parse(&text);
+                        if let Some(e) = &error {
+                            repo.diagnostics.push(
+                                Diagnostic::new(Severity::Error, &rel, format!("YAML does not parse: {}", e.message))
+                                    .at(e.line, e.column),
+                            );
+                        }
+                        repo.by_path.insert(rel.clone(), repo.files.len());
+                        repo.dir_files.entry(parent_of(&rel).to_string()).or_default().push(repo.files.len());
+                        repo.files.push(SourceFile { path: rel, yaml, error });
+                    }
+                },
+                Err(reason) => {
+                    repo.diagnostics.push(Diagnostic::new(Severity::Warning, &rel, format!("skipped: {reason}")));
+                    repo.other_files.insert(rel);
+                }
+            }
+        }
+        for dir in &repo.dirs {
+            if !dir.is_empty() {
+                repo.dir_children.entry(parent_of(dir).to_string()).or_default().push(dir.clone());
+            }
+        }
+        Ok(repo)
+    }
+
+    /// The parsed YAML file at a relative path.
+    pub fn file_id(&self, path: &str) -> Option<FileId> {
+        self.by_path.get(path).copied()
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id]
+    }
+
+    /// Whether a relative path names a file Flux would ship (YAML or not).
+    pub fn is_file(&self, path: &str) -> bool {
+        self.by_path.contains_key(path) || self.other_files.contains(path)
+    }
+
+    pub fn is_dir(&self, path: &str) -> bool {
+        self.dirs.contains(path)
+    }
+
+    /// YAML files directly in `dir`, sorted by path.
+    pub fn files_in(&self, dir: &str) -> &[FileId] {
+        self.dir_files.get(dir).map_or(&[], Vec::as_slice)
+    }
+
+    /// Direct subdirectories of `dir` (full relative paths), sorted.
+    pub fn subdirs(&self, dir: &str) -> &[String] {
+        self.dir_children.get(dir).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The directory part of a relative path (`""` for a top-level entry).
+pub fn parent_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}
+
+fn flux_defaults(root: &Path) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(root);
+    for pattern in FLUX_DEFAULT_IGNORES {
+        builder.add_line(None, pattern).expect("built-in ignore patterns are valid");
+    }
+    builder.build().expect("built-in ignore patterns are valid")
+}
+
+fn rel_string(rel: &Path) -> String {
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn is_yaml_name(path: &str) -> bool {
+    path.ends_with(".yaml") || path.ends_with(".yml") || path.ends_with("/Kustomization") || path == "Kustomization"
+}
+
+fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
+    let path = root.join(rel);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("{} bytes is over the {} byte limit", meta.len(), MAX_FILE_BYTES));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+    if bytes.contains(&0) {
+        return Err("binary file (contains NUL bytes)".into());
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+/// Why a YAML-named file is not Kubernetes YAML that Flux would apply, if it is not.
+fn skip_reason(rel: &str, text: &str, dirs: &BTreeSet<String>, root: &Path) -> Option<String> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    if let Some(i) = parts.iter().position(|p| *p == "templates") {
+        let chart_dir = parts[..i].join("/");
+        let chart = if chart_dir.is_empty() { "Chart.yaml".to_string() } else { format!("{chart_dir}/Chart.yaml") };
+        if root.join(&chart).is_file() || dirs.contains(&format!("{chart_dir}/charts")) {
+            return Some("Helm chart template".into());
+        }
+    }
+    let name = parts.last().copied().unwrap_or_default();
+    if name == "Chart.yaml" || name == "values.yaml" && root.join(rel).with_file_name("Chart.yaml").is_file() {
+        return Some("Helm chart metadata".into());
+    }
+    if text.contains("{{") && (text.contains("}}") || text.contains("{{-")) || text.contains("{%") {
+        return Some("template text ({{ }} or {% %}), not plain YAML".into());
+    }
+    None
+}

@@ -1,0 +1,697 @@
+//! Flux layers: every Flux Kustomization (and the root one a FluxInstance makes) with its source,
+//! resolved path variants, gating, dependencies and inventory — and which root makes it live.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::parse::{NodeId, YamlFile};
+
+use super::kustomize::{check_unique, display_dir, RefTarget, Renderer, Rendered, Transform};
+use super::{join, Model, ModelOptions, ObjectIdx, ObjectKey};
+
+/// Index of a layer in [`Model::layers`].
+pub type LayerId = usize;
+
+/// A `dependsOn` entry, or a layer's own identity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+pub struct LayerRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for LayerRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The source a layer reads (`spec.sourceRef`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SourceRef {
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+impl std::fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// One `spec.healthChecks` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HealthCheck {
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    /// The sequence item, for edits that drop it.
+    #[serde(skip)]
+    pub item: NodeId,
+}
+
+impl HealthCheck {
+    pub fn matches(&self, key: &ObjectKey) -> bool {
+        self.kind == key.kind
+            && self.name == key.name
+            && self.namespace.as_ref().is_none_or(|ns| Some(ns) == key.namespace.as_ref())
+    }
+}
+
+/// One directory a layer's path stands for (a path with placeholders has one per match).
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub dir: String,
+    /// Placeholder text and the directory name it matched, e.g. (`__PROVIDER__`, `hetzner`).
+    pub bindings: Vec<(String, String)>,
+    /// The directory has no kustomization file: Flux generates one.
+    pub generated: bool,
+    /// What the layer applies from this directory.
+    pub inventory: Vec<Rendered>,
+    /// Why the directory could not be rendered (its inventory is then incomplete).
+    pub error: Option<String>,
+}
+
+/// A Flux Kustomization as a delivery layer.
+#[derive(Clone, Debug)]
+pub struct Layer {
+    pub id: LayerRef,
+    /// The Flux Kustomization object; `None` for the root Kustomization a FluxInstance creates.
+    pub object: Option<ObjectIdx>,
+    /// The FluxInstance whose `spec.sync` creates this layer (root layers of the operator).
+    pub created_by_instance: Option<ObjectIdx>,
+    /// Index of the root this layer is reached from (one per cluster in a fleet repository).
+    pub cluster: usize,
+    /// Reached from a root; unreferenced layers are modelled but not live.
+    pub live: bool,
+    pub applied_by: Option<LayerId>,
+    pub source: SourceRef,
+    /// The source's artifact root in this repository, when known.
+    pub source_root: Option<String>,
+    /// `spec.path` as written.
+    pub path: String,
+    pub variants: Vec<Variant>,
+    pub wait: bool,
+    pub health_checks: Vec<HealthCheck>,
+    pub health_check_exprs: usize,
+    pub depends_on: Vec<(LayerRef, NodeId)>,
+    pub depends_on_ids: Vec<LayerId>,
+    pub timeout: Option<String>,
+    pub interval: Option<String>,
+    pub target_namespace: Option<String>,
+    pub suspend: bool,
+    pub prune: bool,
+    pub post_build: bool,
+}
+
+impl Layer {
+    /// Whether this layer health-gates the object: `wait: true` checks everything it applies and
+    /// ignores `healthChecks`; otherwise only the listed objects are checked.
+    pub fn gates(&self, key: &ObjectKey) -> bool {
+        self.wait || self.health_checks.iter().any(|hc| hc.matches(key))
+    }
+
+    /// Every object of every variant, once per variant.
+    pub fn inventory(&self) -> impl Iterator<Item = (&Variant, &Rendered)> {
+        self.variants.iter().flat_map(|v| v.inventory.iter().map(move |r| (v, r)))
+    }
+}
+
+pub const FLUX_KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
+pub const FLUX_OPERATOR_GROUP: &str = "fluxcd.controlplane.io";
+
+/// The sync settings of a FluxInstance (raw, or a HelmRelease of the `flux-instance` chart).
+struct Sync {
+    instance: ObjectIdx,
+    kind: String,
+    name: String,
+    namespace: String,
+    path: String,
+}
+
+fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
+    let obj = model.object(idx);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let spec = if obj.is(FLUX_OPERATOR_GROUP, "FluxInstance") {
+        yaml.lookup(obj.root, &["spec"])?
+    } else if obj.key.kind == "HelmRelease" && model.helm_chart(idx).as_deref() == Some("flux-instance") {
+        yaml.lookup(obj.root, &["spec", "values", "instance"])?
+    } else {
+        return None;
+    };
+    let sync = yaml.lookup(spec, &["sync"])?;
+    let get = |k: &str| yaml.lookup(sync, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+    let namespace = obj.key.namespace.clone().unwrap_or_else(|| "flux-system".into());
+    Some(Sync {
+        instance: idx,
+        kind: get("kind").unwrap_or_else(|| "GitRepository".into()),
+        name: get("name").unwrap_or_else(|| namespace.clone()),
+        namespace,
+        path: get("path").unwrap_or_default(),
+    })
+}
+
+impl Model<'_> {
+    /// The chart a HelmRelease installs: `spec.chart.spec.chart`, or the last path segment of the
+    /// OCIRepository (or the chart of the HelmChart) its `chartRef` names.
+    pub fn helm_chart(&self, idx: ObjectIdx) -> Option<String> {
+        let obj = self.object(idx);
+        let yaml = &self.repo.file(obj.file).yaml;
+        let scalar = |keys: &[&str]| yaml.lookup(obj.root, keys).and_then(|n| yaml.scalar(n));
+        if let Some(chart) = scalar(&["spec", "chart", "spec", "chart"]) {
+            return Some(chart.rsplit('/').next().unwrap_or(chart).to_string());
+        }
+        let kind = scalar(&["spec", "chartRef", "kind"])?;
+        let name = scalar(&["spec", "chartRef", "name"])?;
+        let namespace = scalar(&["spec", "chartRef", "namespace"]).map(str::to_string).or_else(|| obj.key.namespace.clone());
+        let target = self.objects.iter().find(|o| {
+            o.key.kind == kind && o.key.name == name && (namespace.is_none() || o.key.namespace == namespace || o.key.namespace.is_none())
+        })?;
+        let tyaml = &self.repo.file(target.file).yaml;
+        let tscalar = |keys: &[&str]| tyaml.lookup(target.root, keys).and_then(|n| tyaml.scalar(n));
+        match kind {
+            "OCIRepository" => tscalar(&["spec", "url"]).and_then(|u| u.trim_end_matches('/').rsplit('/').next()).map(str::to_string),
+            _ => tscalar(&["spec", "chart"]).map(str::to_string),
+        }
+    }
+
+    /// Whether an object is a FluxInstance (raw or through the `flux-instance` chart).
+    pub fn is_flux_instance(&self, idx: ObjectIdx) -> bool {
+        let obj = self.object(idx);
+        obj.is(FLUX_OPERATOR_GROUP, "FluxInstance")
+            || (obj.key.kind == "HelmRelease" && self.helm_chart(idx).as_deref() == Some("flux-instance"))
+    }
+
+    /// The source a FluxInstance's sync creates (the root source it owns).
+    pub fn instance_source(&self, idx: ObjectIdx) -> Option<SourceRef> {
+        instance_sync(self, idx).map(|s| SourceRef { kind: s.kind, name: s.name, namespace: s.namespace })
+    }
+}
+
+fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
+    model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization")
+}
+
+/// A layer read from a Flux Kustomization object (before its paths are resolved).
+fn layer_from_object(model: &Model, idx: ObjectIdx, key: &ObjectKey, cluster: usize, applied_by: Option<LayerId>) -> Layer {
+    let obj = model.object(idx);
+    let yaml: &YamlFile = &model.repo.file(obj.file).yaml;
+    let spec = yaml.lookup(obj.root, &["spec"]);
+    let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
+    let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
+    let namespace = key.namespace.clone().unwrap_or_else(|| "default".into());
+    let health_checks = at(&["healthChecks"])
+        .map(|list| {
+            yaml.items(list)
+                .iter()
+                .filter_map(|&item| {
+                    let get = |k: &str| yaml.lookup(item, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+                    Some(HealthCheck { kind: get("kind")?, name: get("name")?, namespace: get("namespace"), item })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let depends_on = at(&["dependsOn"])
+        .map(|list| {
+            yaml.items(list)
+                .iter()
+                .filter_map(|&item| {
+                    let get = |k: &str| yaml.lookup(item, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+                    Some((LayerRef { name: get("name")?, namespace: get("namespace").unwrap_or_else(|| namespace.clone()) }, item))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let bool_at = |k: &str| at(&[k]).and_then(|n| yaml.value(n).ok()).and_then(|v| v.as_bool());
+    Layer {
+        id: LayerRef { namespace: namespace.clone(), name: key.name.clone() },
+        object: Some(idx),
+        created_by_instance: None,
+        cluster,
+        live: false,
+        applied_by,
+        source: SourceRef {
+            kind: text(&["sourceRef", "kind"]).unwrap_or_else(|| "GitRepository".into()),
+            name: text(&["sourceRef", "name"]).unwrap_or_default(),
+            namespace: text(&["sourceRef", "namespace"]).unwrap_or_else(|| namespace.clone()),
+        },
+        source_root: None,
+        path: text(&["path"]).unwrap_or_default(),
+        variants: Vec::new(),
+        wait: bool_at("wait").unwrap_or(false),
+        health_checks,
+        health_check_exprs: at(&["healthCheckExprs"]).map_or(0, |n| yaml.items(n).len()),
+        depends_on,
+        depends_on_ids: Vec::new(),
+        timeout: text(&["timeout"]),
+        interval: text(&["interval"]),
+        target_namespace: text(&["targetNamespace"]),
+        suspend: bool_at("suspend").unwrap_or(false),
+        prune: bool_at("prune").unwrap_or(false),
+        post_build: at(&["postBuild"]).is_some(),
+    }
+}
+
+/// The root Kustomization the operator creates for a FluxInstance's sync: `interval: 10m`,
+/// `prune: true`, no wait.
+fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
+    Layer {
+        id: LayerRef { namespace: sync.namespace.clone(), name: sync.name.clone() },
+        object: None,
+        created_by_instance: Some(sync.instance),
+        cluster,
+        live: true,
+        applied_by: None,
+        source: SourceRef { kind: sync.kind.clone(), name: sync.name.clone(), namespace: sync.namespace.clone() },
+        source_root: None,
+        path: sync.path.clone(),
+        variants: Vec::new(),
+        wait: false,
+        health_checks: Vec::new(),
+        health_check_exprs: 0,
+        depends_on: Vec::new(),
+        depends_on_ids: Vec::new(),
+        timeout: None,
+        interval: Some("10m".into()),
+        target_namespace: None,
+        suspend: false,
+        prune: true,
+        post_build: false,
+    }
+}
+
+/// Is a path segment a placeholder resolved outside Flux (`__PROVIDER__`, `${CLUSTER}`)?
+fn placeholder_parts(segment: &str) -> Option<(&str, &str, &str)> {
+    let (start, end) = if let Some(s) = segment.find("${") {
+        (s, segment[s..].find('}')? + s + 1)
+    } else {
+        let s = segment.find("__")?;
+        let e = segment[s + 2..].find("__")? + s + 4;
+        if e - s <= 4 || !segment[s + 2..e - 2].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        (s, e)
+    };
+    Some((&segment[..start], &segment[start..end], &segment[end..]))
+}
+
+/// Expand a layer path against existing directories: one (dir, bindings) per match.
+fn expand_path(model: &Model, base: &str, path: &str) -> Result<Vec<(String, Vec<(String, String)>)>, String> {
+    let mut current: Vec<(String, Vec<(String, String)>)> = vec![(base.to_string(), Vec::new())];
+    for segment in path.split('/') {
+        let mut next = Vec::new();
+        for (dir, bindings) in current {
+            match segment {
+                "" | "." => next.push((dir, bindings)),
+                ".." => match super::paths::join(&dir, "..") {
+                    Some(parent) if !parent.is_empty() || !dir.is_empty() => next.push((parent, bindings)),
+                    _ => return Err(format!("path `{path}` leaves the source root")),
+                },
+                seg => match placeholder_parts(seg) {
+                    Some((prefix, placeholder, suffix)) => {
+                        for sub in model.repo.subdirs(&dir) {
+                            let name = sub.rsplit('/').next().unwrap_or(sub);
+                            if name.len() > prefix.len() + suffix.len() && name.starts_with(prefix) && name.ends_with(suffix) {
+                                let mut b = bindings.clone();
+                                b.push((placeholder.to_string(), name[prefix.len()..name.len() - suffix.len()].to_string()));
+                                next.push((sub.clone(), b));
+                            }
+                        }
+                    }
+                    None => {
+                        let joined = join(&dir, seg).ok_or_else(|| format!("path `{path}` leaves the source root"))?;
+                        if model.repo.is_dir(&joined) {
+                            next.push((joined, bindings));
+                        }
+                    }
+                },
+            }
+        }
+        current = next;
+    }
+    Ok(current)
+}
+
+/// Render what Flux applies from `dir`: its kustomization, or the one Flux generates.
+fn render_layer_dir(renderer: &mut Renderer, dir: &str) -> (bool, Result<Vec<Rendered>, String>) {
+    if renderer.model.kustomize_dirs.contains_key(dir) {
+        return (false, renderer.render_dir(dir).as_ref().clone());
+    }
+    (true, generate(renderer, dir))
+}
+
+/// Flux's generated kustomization: every `.yaml`/`.yml` below `dir`, recursively; a subdirectory
+/// with its own kustomization file is a directory resource and is not descended into.
+fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String> {
+    let model = renderer.model;
+    let mut out = Vec::new();
+    for &file in model.repo.files_in(dir) {
+        let source = model.repo.file(file);
+        let non_objects = source
+            .yaml
+            .docs
+            .iter()
+            .filter(|d| source.yaml.value(d.root).is_ok_and(|v| v != crate::parse::Value::Null))
+            .count()
+            .saturating_sub(model.objects_in(file).len());
+        if non_objects > 0 || source.error.is_some() {
+            return Err(format!(
+                "Flux cannot generate a kustomization for {}: {} has a document that is not a Kubernetes object",
+                display_dir(dir),
+                source.path
+            ));
+        }
+        out.extend(renderer.file_objects(&source.path, &[]));
+    }
+    for sub in model.repo.subdirs(dir).to_vec() {
+        if model.kustomize_dirs.contains_key(&sub) {
+            out.extend(renderer.render_dir(&sub).as_ref().clone()?);
+        } else {
+            out.extend(generate(renderer, &sub)?);
+        }
+    }
+    Ok(out)
+}
+
+struct Builder<'m, 'r> {
+    renderer: Renderer<'m, 'r>,
+    layers: Vec<Layer>,
+    known: HashMap<(usize, LayerRef, Option<ObjectIdx>), LayerId>,
+    source_roots: HashMap<(usize, SourceRef), Option<String>>,
+    options: &'m ModelOptions,
+    /// (cluster, id) of every root layer.
+    root_ids: HashSet<(usize, LayerRef)>,
+    /// Flux Kustomization objects some root reaches.
+    reached: HashSet<ObjectIdx>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Builder<'_, '_> {
+    fn source_root(&mut self, cluster: usize, source: &SourceRef, path: &str) -> Option<String> {
+        if source.kind == "GitRepository" {
+            return Some(String::new());
+        }
+        if let Some(root) = &self.options.source_root {
+            return Some(root.clone());
+        }
+        let key = (cluster, source.clone());
+        if let Some(done) = self.source_roots.get(&key) {
+            return done.clone();
+        }
+        let model = self.renderer.model;
+        // The artifact root is the directory the paths resolve against: the shallowest one that
+        // has this layer's path.
+        let found = std::iter::once(&String::new())
+            .chain(model.repo.dirs.iter())
+            .filter(|d| expand_path(model, d, path).is_ok_and(|v| !v.is_empty()))
+            .min_by_key(|d| (if d.is_empty() { 0 } else { d.matches('/').count() + 1 }, (*d).clone()))
+            .cloned();
+        self.source_roots.insert(key, found.clone());
+        found
+    }
+
+    /// Resolve a layer's variants and render them; returns the Flux Kustomizations it applies.
+    fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey)> {
+        let layer = self.layers[id].clone();
+        let model = self.renderer.model;
+        let file = layer.object.or(layer.created_by_instance).map(|o| model.object(o).file);
+        let file_path = file.map(|f| model.repo.file(f).path.clone()).unwrap_or_default();
+        let line = layer.object.or(layer.created_by_instance).map_or(1, |o| model.object(o).line);
+        let Some(root) = self.source_root(layer.cluster, &layer.source, &layer.path) else {
+            self.diagnostics.push(
+                Diagnostic::new(Severity::Error, &file_path, format!("{}: spec.path `{}` does not exist in this repository", layer.id, layer.path))
+                    .at(line, 1),
+            );
+            return Vec::new();
+        };
+        let matches = match expand_path(model, &root, &layer.path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.diagnostics.push(Diagnostic::new(Severity::Error, &file_path, format!("{}: {e}", layer.id)).at(line, 1));
+                return Vec::new();
+            }
+        };
+        if matches.is_empty() {
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Severity::Error,
+                    &file_path,
+                    format!("{}: spec.path `{}` does not exist (source root {})", layer.id, layer.path, display_dir(&root)),
+                )
+                .at(line, 1),
+            );
+        }
+        let mut applied = Vec::new();
+        let mut variants = Vec::new();
+        for (dir, bindings) in matches {
+            let (generated, result) = render_layer_dir(&mut self.renderer, &dir);
+            let (mut inventory, mut error) = match result {
+                Ok(objs) => (objs, None),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            if error.is_none() {
+                error = self.flux_overlays(&layer, &dir, &mut inventory).err();
+            }
+            if let Some(e) = &error {
+                self.diagnostics.push(Diagnostic::new(Severity::Error, &file_path, format!("{} ({}): {e}", layer.id, display_dir(&dir))).at(line, 1));
+            }
+            for r in &inventory {
+                if is_flux_kustomization(model, r.object) {
+                    applied.push((r.object, r.key.clone()));
+                }
+            }
+            variants.push(Variant { dir, bindings, generated, inventory, error });
+        }
+        let layer = &mut self.layers[id];
+        layer.source_root = Some(root);
+        layer.variants = variants;
+        applied
+    }
+
+    /// What Flux layers on top of the build: `spec.components`, then `targetNamespace`,
+    /// `namePrefix`, `nameSuffix`.
+    fn flux_overlays(&mut self, layer: &Layer, dir: &str, inventory: &mut Vec<Rendered>) -> Result<(), String> {
+        let model = self.renderer.model;
+        let Some(obj) = layer.object.map(|o| model.object(o)) else { return Ok(()) };
+        let yaml = &model.repo.file(obj.file).yaml;
+        let scalar = |k: &str| yaml.lookup(obj.root, &["spec", k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+        if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
+            for &item in yaml.items(list) {
+                let Some(text) = yaml.scalar(item) else { continue };
+                let target = match join(dir, text) {
+                    Some(p) if model.repo.is_dir(&p) => RefTarget::Dir(p),
+                    Some(p) => RefTarget::Missing(p),
+                    None => RefTarget::OutsideRoot,
+                };
+                let RefTarget::Dir(cdir) = target else {
+                    return Err(format!("component `{text}` does not exist"));
+                };
+                let Some(comp) = model.kustomize_dirs.get(&cdir) else {
+                    return Err(format!("component {cdir} has no kustomization file"));
+                };
+                for r in comp.resources.clone() {
+                    inventory.extend(self.renderer.render_ref(&r, &[comp.file])?);
+                }
+                let t = Transform { namespace: comp.namespace.as_deref(), prefix: &comp.name_prefix, suffix: &comp.name_suffix };
+                inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
+            }
+        }
+        let target_namespace = scalar("targetNamespace");
+        let prefix = scalar("namePrefix").unwrap_or_default();
+        let suffix = scalar("nameSuffix").unwrap_or_default();
+        let t = Transform { namespace: target_namespace.as_deref(), prefix: &prefix, suffix: &suffix };
+        inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
+        check_unique(inventory, model)
+    }
+
+    fn add(&mut self, layer: Layer) -> LayerId {
+        let key = (layer.cluster, layer.id.clone(), layer.object);
+        if let Some(&existing) = self.known.get(&key) {
+            return existing;
+        }
+        let id = self.layers.len();
+        self.known.insert(key, id);
+        self.layers.push(layer);
+        id
+    }
+
+    /// Breadth-first from the roots: each layer's inventory names the layers it applies.
+    fn walk(&mut self, roots: Vec<LayerId>) {
+        let mut queue: std::collections::VecDeque<LayerId> = roots.into();
+        let mut done = HashSet::new();
+        while let Some(id) = queue.pop_front() {
+            if !done.insert(id) {
+                continue;
+            }
+            let live = self.layers[id].live;
+            let cluster = self.layers[id].cluster;
+            for (obj, key) in self.resolve(id) {
+                let model = self.renderer.model;
+                let mut child = layer_from_object(model, obj, &key, cluster, Some(id));
+                // The bootstrap Kustomization applies itself; a FluxInstance's root is the same layer.
+                if self.root_ids.contains(&(cluster, child.id.clone())) {
+                    self.reached.insert(obj);
+                    continue;
+                }
+                child.live = live;
+                let before = self.layers.len();
+                let child_id = self.add(child);
+                if child_id == before {
+                    queue.push_back(child_id);
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
+    let flux_ks: Vec<ObjectIdx> = (0..model.objects.len()).filter(|&i| is_flux_kustomization(model, i)).collect();
+    let syncs: Vec<Sync> = (0..model.objects.len()).filter_map(|i| instance_sync(model, i)).collect();
+    let (layers, diagnostics) = {
+        let mut b = Builder {
+            renderer: Renderer::new(model),
+            layers: Vec::new(),
+            known: HashMap::new(),
+            source_roots: HashMap::new(),
+            options,
+            root_ids: HashSet::new(),
+            reached: HashSet::new(),
+            diagnostics: Vec::new(),
+        };
+        let mut roots = Vec::new();
+        let named = |idx: ObjectIdx| {
+            let key = &model.object(idx).key;
+            options.roots.iter().any(|r| match r.split_once('/') {
+                Some((ns, name)) => key.name == name && key.namespace.as_deref().unwrap_or("default") == ns,
+                None => key.name == *r,
+            })
+        };
+        if !options.roots.is_empty() {
+            for &idx in flux_ks.iter().filter(|&&i| named(i)) {
+                let mut layer = layer_from_object(model, idx, &model.object(idx).key.clone(), roots.len(), None);
+                layer.live = true;
+                roots.push(b.add(layer));
+            }
+            if roots.is_empty() {
+                b.diagnostics.push(Diagnostic::new(Severity::Error, "", format!("no Flux Kustomization matches --root {}", options.roots.join(", "))));
+            }
+        } else {
+            for sync in &syncs {
+                roots.push(b.add(layer_from_sync(sync, roots.len())));
+            }
+            for &idx in &flux_ks {
+                let key = &model.object(idx).key;
+                let same_as_sync = syncs.iter().any(|s| s.name == key.name && Some(&s.namespace) == key.namespace.as_ref());
+                if key.name == "flux-system" && key.namespace.as_deref() == Some("flux-system") && !same_as_sync {
+                    let mut layer = layer_from_object(model, idx, &key.clone(), roots.len(), None);
+                    layer.live = true;
+                    roots.push(b.add(layer));
+                }
+            }
+        }
+        let no_roots = roots.is_empty() && options.roots.is_empty();
+        b.root_ids = roots.iter().map(|&r| (b.layers[r].cluster, b.layers[r].id.clone())).collect();
+        b.walk(roots);
+        // Flux Kustomizations no root reaches: every one a root of its own when there is no root
+        // at all, otherwise unreferenced (modelled, not live).
+        let mut reached: HashSet<ObjectIdx> = b.layers.iter().filter_map(|l| l.object).collect();
+        reached.extend(b.reached.iter().copied());
+        for &idx in &flux_ks {
+            if reached.contains(&idx) {
+                continue;
+            }
+            let obj = model.object(idx);
+            let mut layer = layer_from_object(model, idx, &obj.key.clone(), 0, None);
+            layer.live = no_roots;
+            if !no_roots {
+                b.diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Warning,
+                        &model.repo.file(obj.file).path,
+                        format!("Flux Kustomization {} is not applied by any root (unreferenced): not treated as live", layer.id),
+                    )
+                    .at(obj.line, 1),
+                );
+            }
+            let id = b.add(layer);
+            b.walk(vec![id]);
+        }
+        b.diagnostics.append(&mut b.renderer.diagnostics);
+        (b.layers, b.diagnostics)
+    };
+    model.layers = layers;
+    model.diagnostics.extend(diagnostics);
+    resolve_dependencies(model);
+}
+
+fn resolve_dependencies(model: &mut Model) {
+    let mut by_id: HashMap<(usize, &LayerRef), Vec<LayerId>> = HashMap::new();
+    for (i, l) in model.layers.iter().enumerate() {
+        by_id.entry((l.cluster, &l.id)).or_default().push(i);
+    }
+    let mut resolved = Vec::new();
+    let mut diagnostics = Vec::new();
+    for layer in &model.layers {
+        let mut ids = Vec::new();
+        for (dep, item) in &layer.depends_on {
+            match by_id.get(&(layer.cluster, dep)) {
+                Some(found) => ids.extend(found.iter().copied()),
+                None if layer.live => {
+                    let obj = layer.object.map(|o| model.object(o));
+                    let file = obj.map(|o| model.repo.file(o.file));
+                    let (line, col) = file.map_or((1, 1), |f| f.yaml.line_col(f.yaml.node(*item).span.start));
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Severity::Error,
+                            file.map_or("", |f| f.path.as_str()),
+                            format!("{} dependsOn {dep}, which no Flux Kustomization defines: it will stay DependencyNotReady", layer.id),
+                        )
+                        .at(line, col),
+                    );
+                }
+                None => {}
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        resolved.push(ids);
+    }
+    for (layer, ids) in model.layers.iter_mut().zip(resolved) {
+        layer.depends_on_ids = ids;
+    }
+    // Cycles: a layer that (transitively) depends on itself never becomes ready.
+    let reach = |from: LayerId| -> HashSet<LayerId> {
+        let mut seen = HashSet::new();
+        let mut stack = model.layers[from].depends_on_ids.clone();
+        while let Some(l) = stack.pop() {
+            if seen.insert(l) {
+                stack.extend(model.layers[l].depends_on_ids.iter().copied());
+            }
+        }
+        seen
+    };
+    let mut reported = HashSet::new();
+    for id in 0..model.layers.len() {
+        let reachable = reach(id);
+        if reachable.contains(&id) {
+            let mut cycle: Vec<LayerId> = reachable.into_iter().filter(|&d| reach(d).contains(&id)).collect();
+            cycle.sort_unstable();
+            if reported.insert(cycle.clone()) {
+                let names: Vec<String> = cycle.iter().map(|&i| model.layers[i].id.to_string()).collect();
+                let layer = &model.layers[id];
+                let obj = layer.object.map(|o| model.object(o));
+                diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Error,
+                        obj.map_or("", |o| model.repo.file(o.file).path.as_str()),
+                        format!("dependsOn cycle: {} wait on each other and never become ready", names.join(", ")),
+                    )
+                    .at(obj.map_or(1, |o| o.line), 1),
+                );
+            }
+        }
+    }
+    model.diagnostics.extend(diagnostics);
+}

@@ -1,0 +1,347 @@
+//! kustomize directories: what each kustomization file lists and how it changes identities, and
+//! a renderer that computes the objects a directory builds to — the same set `kustomize build`
+//! renders (checked against `kubectl kustomize` in the tests).
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::load::FileId;
+use crate::parse::NodeId;
+
+use super::{join, Model, ObjectIdx, ObjectKey};
+
+/// File names kustomize recognises as a directory's kustomization, in its order of precedence.
+pub const KUSTOMIZATION_FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// The kinds kustomize v5.5's built-in schema (Kubernetes v1.21.2, kyaml `openapi.go`) knows as
+/// cluster-scoped, by exact group and versions: its `namespace:` leaves only these alone. Anything
+/// else — custom resources, and kinds or versions newer than that schema — gets a namespace.
+const CLUSTER_SCOPED: &[(&str, &[&str], &[&str])] = &[
+    ("admissionregistration.k8s.io", &["v1", "v1beta1"], &["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]),
+    ("apiextensions.k8s.io", &["v1", "v1beta1"], &["CustomResourceDefinition"]),
+    ("apiregistration.k8s.io", &["v1", "v1beta1"], &["APIService"]),
+    ("certificates.k8s.io", &["v1", "v1beta1"], &["CertificateSigningRequest"]),
+    ("flowcontrol.apiserver.k8s.io", &["v1beta1"], &["FlowSchema", "PriorityLevelConfiguration"]),
+    ("networking.k8s.io", &["v1", "v1beta1"], &["IngressClass"]),
+    ("node.k8s.io", &["v1", "v1beta1"], &["RuntimeClass"]),
+    ("policy", &["v1beta1"], &["PodSecurityPolicy"]),
+    ("rbac.authorization.k8s.io", &["v1", "v1beta1"], &["ClusterRole", "ClusterRoleBinding"]),
+    ("scheduling.k8s.io", &["v1", "v1beta1"], &["PriorityClass"]),
+    ("storage.k8s.io", &["v1", "v1beta1"], &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"]),
+    ("", &["v1"], &["ComponentStatus", "Namespace", "Node", "NodeProxyOptions", "PersistentVolume"]),
+];
+
+/// Kinds whose names `namePrefix`/`nameSuffix` leave alone (measured with kustomize v5.5).
+fn keeps_its_name(key: &ObjectKey) -> bool {
+    matches!(key.kind.as_str(), "Namespace" | "CustomResourceDefinition")
+        || (key.kind == "APIService" && key.group() == "apiregistration.k8s.io")
+}
+
+/// Whether kustomize's `namespace:` transformer sets a namespace on this apiVersion and kind.
+pub fn is_namespaced(api_version: &str, kind: &str) -> bool {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    !CLUSTER_SCOPED
+        .iter()
+        .any(|(g, versions, kinds)| *g == group && versions.contains(&version) && kinds.contains(&kind))
+}
+
+/// What a `resources`/`components` entry points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefTarget {
+    File(String),
+    Dir(String),
+    /// A URL or remote base: reported, never fetched.
+    Remote(String),
+    /// Points at nothing that exists.
+    Missing(String),
+    /// `..` or an absolute path leaving the repository root.
+    OutsideRoot,
+}
+
+/// One entry of a kustomization's `resources`, `bases` or `components` list.
+#[derive(Clone, Debug)]
+pub struct ResourceRef {
+    /// The entry's text as written.
+    pub text: String,
+    /// The sequence item node (its span and dash are what an edit removes).
+    pub item: NodeId,
+    pub target: RefTarget,
+}
+
+/// A directory with a kustomization file.
+#[derive(Clone, Debug)]
+pub struct KustomizeDir {
+    pub dir: String,
+    pub file: FileId,
+    /// Root node of the kustomization document.
+    pub root: NodeId,
+    /// `kind: Component`.
+    pub component: bool,
+    pub resources: Vec<ResourceRef>,
+    pub components: Vec<ResourceRef>,
+    pub namespace: Option<String>,
+    pub name_prefix: String,
+    pub name_suffix: String,
+}
+
+/// One object a directory renders: which object, its identity after the transformers, and the
+/// chain of kustomization files (outermost first) that brought it in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub object: ObjectIdx,
+    pub key: ObjectKey,
+    pub chain: Vec<FileId>,
+}
+
+pub(super) fn parse_dirs(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> HashMap<String, KustomizeDir> {
+    let repo = model.repo;
+    let mut dirs = HashMap::new();
+    for dir in &repo.dirs {
+        let Some(file) = KUSTOMIZATION_FILE_NAMES
+            .iter()
+            .find_map(|name| repo.file_id(&join(dir, name).unwrap_or_default()))
+        else {
+            continue;
+        };
+        let source = repo.file(file);
+        let yaml = &source.yaml;
+        let Some(doc) = yaml.docs.first() else {
+            if source.error.is_none() {
+                diagnostics.push(Diagnostic::new(Severity::Error, &source.path, "kustomization file is empty".into()));
+            }
+            continue;
+        };
+        let root = doc.root;
+        let scalar = |key: &str| yaml.lookup(root, &[key]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+        let kind = scalar("kind");
+        let api = scalar("apiVersion");
+        let component = kind.as_deref() == Some("Component");
+        let is_kustomize = match (&api, &kind) {
+            (Some(a), _) if !a.starts_with("kustomize.config.k8s.io/") => false,
+            (_, Some(k)) => k == "Kustomization" || k == "Component",
+            (_, None) => yaml.entry(root, "resources").is_some() || yaml.entry(root, "components").is_some() || api.is_some(),
+        };
+        if !is_kustomize {
+            diagnostics.push(
+                Diagnostic::new(
+                    Severity::Error,
+                    &source.path,
+                    format!(
+                        "this kustomization file is not a kustomize Kustomization ({} {}); kustomize and Flux will fail to build {}",
+                        api.as_deref().unwrap_or("no apiVersion"),
+                        kind.as_deref().unwrap_or("no kind"),
+                        if dir.is_empty() { "the repository root" } else { dir }
+                    ),
+                )
+                .at(yaml.line_of(yaml.node(root).span.start), 1),
+            );
+            continue;
+        }
+        let refs = |field: &str, diagnostics: &mut Vec<Diagnostic>| -> Vec<ResourceRef> {
+            let Some(list) = yaml.lookup(root, &[field]) else { return Vec::new() };
+            yaml.items(list)
+                .iter()
+                .filter_map(|&item| {
+                    let text = yaml.scalar(item)?.to_string();
+                    let target = resolve_ref(model, dir, &text);
+                    let (line, col) = yaml.line_col(yaml.node(item).span.start);
+                    match &target {
+                        RefTarget::Missing(path) => diagnostics.push(
+                            Diagnostic::new(Severity::Error, &source.path, format!("{field} entry `{text}` does not exist ({path})")).at(line, col),
+                        ),
+                        RefTarget::OutsideRoot => diagnostics.push(
+                            Diagnostic::new(Severity::Error, &source.path, format!("{field} entry `{text}` leaves the repository root")).at(line, col),
+                        ),
+                        RefTarget::Remote(_) => diagnostics.push(
+                            Diagnostic::new(Severity::Note, &source.path, format!("{field} entry `{text}` is remote; not fetched, its objects are not modelled")).at(line, col),
+                        ),
+                        _ => {}
+                    }
+                    Some(ResourceRef { text, item, target })
+                })
+                .collect()
+        };
+        let mut resources = refs("resources", diagnostics);
+        resources.extend(refs("bases", diagnostics));
+        let components = refs("components", diagnostics);
+        dirs.insert(
+            dir.clone(),
+            KustomizeDir {
+                dir: dir.clone(),
+                file,
+                root,
+                component,
+                resources,
+                components,
+                namespace: scalar("namespace").filter(|n| !n.is_empty()),
+                name_prefix: scalar("namePrefix").unwrap_or_default(),
+                name_suffix: scalar("nameSuffix").unwrap_or_default(),
+            },
+        );
+    }
+    dirs
+}
+
+fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
+    let is_remote = text.contains("://")
+        || text.starts_with("git@")
+        || text.starts_with("github.com/")
+        || text.starts_with("gitlab.com/")
+        || text.starts_with("bitbucket.org/");
+    if is_remote {
+        return RefTarget::Remote(text.to_string());
+    }
+    let Some(path) = join(dir, text) else { return RefTarget::OutsideRoot };
+    if model.repo.is_dir(&path) {
+        RefTarget::Dir(path)
+    } else if model.repo.is_file(&path) {
+        RefTarget::File(path)
+    } else {
+        RefTarget::Missing(path)
+    }
+}
+
+/// Identity transformers applied on top of a set of rendered objects.
+#[derive(Clone, Debug, Default)]
+pub struct Transform<'a> {
+    pub namespace: Option<&'a str>,
+    pub prefix: &'a str,
+    pub suffix: &'a str,
+}
+
+impl Transform<'_> {
+    pub fn apply(&self, key: &mut ObjectKey) {
+        if let Some(ns) = self.namespace {
+            if key.kind == "Namespace" && key.api_version == "v1" {
+                key.name = ns.to_string();
+            } else if is_namespaced(&key.api_version, &key.kind) {
+                key.namespace = Some(ns.to_string());
+            }
+        }
+        if !keeps_its_name(key) {
+            key.name = format!("{}{}{}", self.prefix, key.name, self.suffix);
+        }
+    }
+}
+
+/// Why a directory could not be rendered.
+pub type RenderResult = Rc<Result<Vec<Rendered>, String>>;
+
+/// Renders kustomize directories (memoised: fleets include the same bases many times).
+pub struct Renderer<'m, 'r> {
+    pub model: &'m Model<'r>,
+    memo: HashMap<String, RenderResult>,
+    in_progress: HashSet<String>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<'m, 'r> Renderer<'m, 'r> {
+    pub fn new(model: &'m Model<'r>) -> Self {
+        Renderer { model, memo: HashMap::new(), in_progress: HashSet::new(), diagnostics: Vec::new() }
+    }
+
+    /// Objects of a plain YAML file, as a resource.
+    pub fn file_objects(&self, path: &str, chain: &[FileId]) -> Vec<Rendered> {
+        let Some(file) = self.model.repo.file_id(path) else { return Vec::new() };
+        self.model
+            .objects_in(file)
+            .iter()
+            .map(|&object| Rendered { object, key: self.model.objects[object].key.clone(), chain: chain.to_vec() })
+            .collect()
+    }
+
+    /// Render the kustomization in `dir`.
+    pub fn render_dir(&mut self, dir: &str) -> RenderResult {
+        if let Some(done) = self.memo.get(dir) {
+            return done.clone();
+        }
+        if !self.in_progress.insert(dir.to_string()) {
+            return Rc::new(Err(format!("kustomization cycle through {dir}")));
+        }
+        let result = Rc::new(self.render_uncached(dir));
+        self.in_progress.remove(dir);
+        self.memo.insert(dir.to_string(), result.clone());
+        result
+    }
+
+    fn render_uncached(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
+        let Some(k) = self.model.kustomize_dirs.get(dir) else {
+            return Err(format!("{} has no kustomization file", display_dir(dir)));
+        };
+        let chain = [k.file];
+        let mut out = Vec::new();
+        for r in &k.resources {
+            out.extend(self.render_ref(r, &chain)?);
+        }
+        for c in &k.components {
+            let RefTarget::Dir(cdir) = &c.target else {
+                if let RefTarget::Remote(_) = c.target {
+                    continue;
+                }
+                return Err(format!("component `{}` is not a directory", c.text));
+            };
+            let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
+                return Err(format!("component {} has no kustomization file", cdir));
+            };
+            let transform = Transform { namespace: comp.namespace.as_deref(), prefix: &comp.name_prefix, suffix: &comp.name_suffix };
+            let comp_file = comp.file;
+            let comp_refs = comp.resources.clone();
+            for r in &comp_refs {
+                out.extend(self.render_ref(r, &[k.file, comp_file])?);
+            }
+            out.iter_mut().for_each(|o| transform.apply(&mut o.key));
+        }
+        let transform = Transform { namespace: k.namespace.as_deref(), prefix: &k.name_prefix, suffix: &k.name_suffix };
+        out.iter_mut().for_each(|o| transform.apply(&mut o.key));
+        check_unique(&out, self.model)?;
+        Ok(out)
+    }
+
+    /// Render one resources entry, prefixing `chain` to the chain of what it brings in.
+    pub fn render_ref(&mut self, r: &ResourceRef, chain: &[FileId]) -> Result<Vec<Rendered>, String> {
+        match &r.target {
+            RefTarget::File(path) => Ok(self.file_objects(path, chain)),
+            RefTarget::Dir(path) => {
+                let inner = self.render_dir(path);
+                match inner.as_ref() {
+                    Ok(objs) => Ok(objs
+                        .iter()
+                        .map(|o| {
+                            let mut o = o.clone();
+                            o.chain.splice(0..0, chain.iter().copied());
+                            o
+                        })
+                        .collect()),
+                    Err(e) => Err(e.clone()),
+                }
+            }
+            RefTarget::Remote(_) => Ok(Vec::new()),
+            RefTarget::Missing(path) => Err(format!("resource `{}` does not exist ({path})", r.text)),
+            RefTarget::OutsideRoot => Err(format!("resource `{}` leaves the repository root", r.text)),
+        }
+    }
+}
+
+/// kustomize refuses two resources with one identity.
+pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    for o in objs {
+        // No namespace and `default` are one id to kustomize.
+        let ns = o.key.namespace.as_deref().filter(|n| *n != "default");
+        if !seen.insert((&o.key.kind, o.key.group(), ns, &o.key.name)) {
+            let obj = model.object(o.object);
+            return Err(format!(
+                "{} is rendered twice (again from {}:{})",
+                o.key,
+                model.repo.file(obj.file).path,
+                obj.line
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn display_dir(dir: &str) -> &str {
+    if dir.is_empty() { "." } else { dir }
+}

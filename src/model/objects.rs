@@ -1,0 +1,98 @@
+//! Kubernetes objects as written: identity and provenance of every document that has one.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::load::{FileId, Repo};
+use crate::parse::NodeId;
+
+/// Index of an object in [`super::Model::objects`].
+pub type ObjectIdx = usize;
+
+/// An object's identity as Kubernetes and kustomize key it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ObjectKey {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The API group (`""` for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// One Kubernetes object: a document with `apiVersion`, `kind` and `metadata.name`.
+#[derive(Clone, Debug)]
+pub struct Object {
+    pub file: FileId,
+    /// Index of the document in its file.
+    pub doc: usize,
+    /// Root node of the document.
+    pub root: NodeId,
+    /// 1-based line where the document's content starts.
+    pub line: usize,
+    pub key: ObjectKey,
+    /// A SOPS-encrypted document: its header is known, its payload is not read.
+    pub encrypted: bool,
+}
+
+impl Object {
+    pub fn is(&self, group: &str, kind: &str) -> bool {
+        self.key.kind == kind && self.key.group() == group
+    }
+}
+
+pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
+    let mut objects = Vec::new();
+    let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::new();
+    for (file_id, file) in repo.files.iter().enumerate() {
+        let yaml = &file.yaml;
+        for (doc_idx, doc) in yaml.docs.iter().enumerate() {
+            let root = doc.root;
+            let get = |keys: &[&str]| yaml.lookup(root, keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
+            let (Some(api_version), Some(kind)) = (get(&["apiVersion"]), get(&["kind"])) else {
+                continue;
+            };
+            if api_version.starts_with("kustomize.config.k8s.io/") {
+                continue;
+            }
+            let line = yaml.line_of(yaml.node(root).span.start);
+            let name = get(&["metadata", "name"]);
+            let Some(name) = name.filter(|n| !n.is_empty()) else {
+                diagnostics.push(
+                    Diagnostic::new(Severity::Warning, &file.path, format!("{kind} has no metadata.name; not an object kustomize can apply"))
+                        .at(line, 1),
+                );
+                continue;
+            };
+            let namespace = get(&["metadata", "namespace"]).filter(|n| !n.is_empty());
+            let encrypted = yaml.entry(root, "sops").is_some();
+            by_file.entry(file_id).or_default().push(objects.len());
+            objects.push(Object {
+                file: file_id,
+                doc: doc_idx,
+                root,
+                line,
+                key: ObjectKey { api_version, kind, namespace, name },
+                encrypted,
+            });
+        }
+    }
+    (objects, by_file)
+}
