@@ -10,3 +10,5 @@ pub mod load;
 pub mod model;
 pub mod emit;
 pub mod rules;
+pub mod edit;
+pub mod verify;

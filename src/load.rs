@@ -1,7 +1,7 @@
 //! Load: walk a repository the way Flux packages it (its ignore rules), read the YAML files and
 //! parse them, and set aside — with a note, not an error — what is not Kubernetes YAML.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -46,7 +46,7 @@ const FLUX_DEFAULT_IGNORES: &[&str] = &[
 pub type FileId = usize;
 
 /// One parsed YAML file. `path` is relative to the repository root, `/`-separated.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SourceFile {
     pub path: String,
     pub yaml: YamlFile,
@@ -56,7 +56,7 @@ pub struct SourceFile {
 }
 
 /// The loaded repository: every YAML file fluxmend reads, every directory, and what was skipped.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Repo {
     pub root: PathBuf,
     pub files: Vec<SourceFile>,
@@ -185,12 +185,50 @@ impl Repo {
                 }
             }
         }
-        for dir in &repo.dirs {
-            if !dir.is_empty() {
-                repo.dir_children.entry(parent_of(dir).to_string()).or_default().push(dir.clone());
+        repo.index_dirs();
+        Ok(repo)
+    }
+
+    /// This repository with some files replaced (`Some(text)`, BOM included) or removed
+    /// (`None`): what verification re-models after a planned change, without touching disk.
+    pub fn with_changes(&self, changes: &BTreeMap<String, Option<String>>) -> Repo {
+        let mut repo = Repo {
+            root: self.root.clone(),
+            files: Vec::with_capacity(self.files.len()),
+            dirs: self.dirs.clone(),
+            diagnostics: Vec::new(),
+            by_path: HashMap::new(),
+            dir_files: HashMap::new(),
+            dir_children: HashMap::new(),
+            other_files: self.other_files.clone(),
+        };
+        let mut sources: Vec<SourceFile> = self.files.iter().filter(|f| !changes.contains_key(&f.path)).cloned().collect();
+        for (path, text) in changes {
+            if let Some(text) = text {
+                let (yaml, error) = YamlFile::parse(text);
+                sources.push(SourceFile { path: path.clone(), yaml, error });
+                let mut dir = parent_of(path);
+                while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {
+                    dir = parent_of(dir);
+                }
             }
         }
-        Ok(repo)
+        sources.sort_by(|a, b| a.path.cmp(&b.path));
+        for source in sources {
+            repo.by_path.insert(source.path.clone(), repo.files.len());
+            repo.dir_files.entry(parent_of(&source.path).to_string()).or_default().push(repo.files.len());
+            repo.files.push(source);
+        }
+        repo.index_dirs();
+        repo
+    }
+
+    fn index_dirs(&mut self) {
+        for dir in &self.dirs {
+            if !dir.is_empty() {
+                self.dir_children.entry(parent_of(dir).to_string()).or_default().push(dir.clone());
+            }
+        }
     }
 
     /// The parsed YAML file at a relative path.

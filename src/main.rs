@@ -24,6 +24,37 @@ enum Command {
     Check(CheckArgs),
     /// Show the layer graph fluxmend understood: layers, sources, paths, gating, inventories.
     Graph(GraphArgs),
+    /// Rewrite risky layouts into the safe one. Prints a unified diff (git apply / patch -p1)
+    /// and writes nothing unless --write or --commit is given. Every fix is verified first.
+    Fix(FixArgs),
+    /// Print a rule's documentation: what it detects, why, its fix and the fix's trade-off.
+    Explain {
+        /// Rule id, e.g. FM001.
+        rule: String,
+    },
+    /// List the rule catalogue.
+    Rules,
+}
+
+#[derive(Args)]
+struct FixArgs {
+    #[command(flatten)]
+    repo: RepoArgs,
+    /// Fix only this rule's findings (e.g. FM001); repeatable.
+    #[arg(long = "rule", value_name = "ID")]
+    rules: Vec<String>,
+    /// Apply the change to the files (atomically, all or nothing) instead of printing a diff.
+    #[arg(long, conflicts_with = "commit")]
+    write: bool,
+    /// Apply the change and commit it with git on the current branch (or --branch). Refuses when
+    /// a file it would touch has uncommitted changes.
+    #[arg(long)]
+    commit: bool,
+    /// With --commit: create this branch from HEAD, switch to it and commit there.
+    #[arg(long, value_name = "NAME", requires = "commit")]
+    branch: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 #[derive(Args)]
@@ -140,6 +171,40 @@ fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
+    let (repo, options) = load(&args.repo)?;
+    let model = Model::build(&repo, &options);
+    let findings = fluxmend::rules::run(&model, &args.rules);
+    let plan = fluxmend::verify::plan(&repo, &model, &options, findings);
+    let fail = |e: fluxmend::emit::apply::EmitError| {
+        eprintln!("fluxmend: {e}");
+        ExitCode::from(2)
+    };
+    let diff = fluxmend::emit::apply::unified_diff(&plan.files, "");
+    let changed = !plan.files.is_empty();
+    let mut action = "";
+    if changed && args.write {
+        fluxmend::emit::apply::write(&repo.root, &plan.files).map_err(fail)?;
+        action = "written";
+    }
+    if changed && args.commit {
+        let message = report::commit_message(&plan);
+        let oid = fluxmend::emit::apply::commit(&repo.root, &plan.files, &message, args.branch.as_deref()).map_err(fail)?;
+        eprintln!("committed {oid}");
+        action = "committed";
+    }
+    match args.format {
+        Format::Json => print!("{}", report::fix_json(&plan, &diff, action)),
+        Format::Text => {
+            eprint!("{}", report::fix_text(&plan, action));
+            if action.is_empty() {
+                print!("{diff}");
+            }
+        }
+    }
+    Ok(ExitCode::from(u8::from(changed)))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -151,6 +216,24 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check(args),
         Command::Graph(args) => graph(args),
+        Command::Fix(args) => fix(args),
+        Command::Explain { rule } => match fluxmend::rules::by_id(&rule) {
+            Some(r) => {
+                print!("{}", r.meta().doc);
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                eprintln!("fluxmend: no rule {rule}; `fluxmend rules` lists them");
+                Err(ExitCode::from(2))
+            }
+        },
+        Command::Rules => {
+            for r in fluxmend::rules::all() {
+                let m = r.meta();
+                println!("{}  {}  {}", m.id, m.name, m.summary);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     };
     result.unwrap_or_else(|code| code)
 }

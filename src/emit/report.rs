@@ -243,3 +243,81 @@ pub fn graph_mermaid(model: &Model) -> String {
     }
     out
 }
+
+/// `fix` report for people (stderr; the diff alone goes to stdout).
+pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
+    let mut out = String::new();
+    for f in &plan.findings {
+        let _ = writeln!(out, "{}:{}: {}[{}]: {}", f.file, f.line, f.severity, f.rule, f.message);
+        match (&f.fix, &f.no_fix_reason) {
+            (Some(fix), _) => {
+                let _ = writeln!(out, "  fix: {}", fix.description);
+                let _ = writeln!(out, "  trade-off: {}", fix.tradeoff);
+            }
+            (None, Some(reason)) => {
+                let _ = writeln!(out, "  no fix: {reason}");
+            }
+            (None, None) => {}
+        }
+    }
+    let files = plan.files.len();
+    let _ = match (files, action) {
+        (0, _) => writeln!(out, "nothing to change"),
+        (n, "") => writeln!(out, "{n} file(s) to change; verified: {}", plan.verified_by.join(" + ")),
+        (n, a) => writeln!(out, "{n} file(s) {a}; verified: {}", plan.verified_by.join(" + ")),
+    };
+    out
+}
+
+/// `fix --format json`: findings (with their fix or the reason there is none), the planned
+/// changes per file, and the diff.
+pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String {
+    let findings: Vec<_> = plan
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "rule": f.rule,
+                "severity": f.severity,
+                "message": f.message,
+                "file": f.file,
+                "line": f.line,
+                "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
+                "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
+                "fix": f.fix.as_ref().map(|x| json!({"description": x.description, "tradeoff": x.tradeoff})),
+                "no_fix_reason": f.no_fix_reason,
+            })
+        })
+        .collect();
+    let files: Vec<_> = plan
+        .files
+        .iter()
+        .map(|f| {
+            let change = match (&f.before, &f.after) {
+                (None, Some(_)) => "create",
+                (Some(_), None) => "delete",
+                _ => "edit",
+            };
+            json!({"path": f.path, "change": change})
+        })
+        .collect();
+    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by});
+    serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
+}
+
+/// A commit message a bot can turn into a pull request: each rule, finding and trade-off.
+pub fn commit_message(plan: &crate::verify::Plan) -> String {
+    let fixed: Vec<&Finding> = plan.findings.iter().filter(|f| f.fix.is_some()).collect();
+    let mut rules: Vec<&str> = fixed.iter().map(|f| f.rule).collect();
+    rules.dedup();
+    let mut out = format!("fluxmend: fix {}\n\n", rules.join(", "));
+    for f in &fixed {
+        let fix = f.fix.as_ref().expect("filtered");
+        let _ = writeln!(out, "{} {} in {}:", f.rule, f.object, f.layer);
+        let _ = writeln!(out, "  finding: {}", f.message);
+        let _ = writeln!(out, "  fix: {}", fix.description);
+        let _ = writeln!(out, "  trade-off: {}\n", fix.tradeoff);
+    }
+    let _ = writeln!(out, "Verified before writing: {}.", plan.verified_by.join(" + "));
+    out
+}

@@ -8,7 +8,7 @@ mod objects;
 mod paths;
 
 pub use flux::{HealthCheck, Layer, LayerId, LayerRef, SourceRef, Variant};
-pub use kustomize::{KustomizeDir, RefTarget, Rendered, ResourceRef};
+pub use kustomize::{is_namespaced, KustomizeDir, RefTarget, Renderer, Rendered, ResourceRef, KUSTOMIZATION_FILE_NAMES};
 pub use objects::{ObjectIdx, ObjectKey, Object};
 pub use paths::{join, normalize};
 

@@ -1,9 +1,12 @@
 //! Rules: each reads the model and returns findings; a finding may carry a fix, which is data
 //! (file edits), never I/O. One file per rule; its document lives in `rules/<ID>.md`.
 
+mod fm001;
+
 use serde::Serialize;
 
 use crate::diagnostics::Severity;
+use crate::edit::Changeset;
 use crate::model::{LayerRef, Model, ObjectKey};
 
 /// A rule's catalogue entry; `doc` is the user documentation shown by `fluxmend explain`.
@@ -36,11 +39,29 @@ pub struct Finding {
     pub blocked_layers: Vec<LayerRef>,
     /// How many other objects' health the failing one would mask.
     pub masked_objects: usize,
+    /// The planned fix, if the rule can offer one.
+    #[serde(skip)]
+    pub fix: Option<Fix>,
+    /// Why no fix is offered (or why it was dropped by verification).
+    pub no_fix_reason: Option<String>,
+}
+
+/// A fix is data: what it does, its trade-off, and the file changes.
+#[derive(Clone, Debug)]
+pub struct Fix {
+    pub description: String,
+    pub tradeoff: &'static str,
+    pub changes: Changeset,
 }
 
 /// Every rule fluxmend knows, in id order.
 pub fn all() -> Vec<Box<dyn Rule>> {
-    Vec::new()
+    vec![Box::new(fm001::FluxInstanceInGatedLayer)]
+}
+
+/// The rule with this id (case-insensitive).
+pub fn by_id(id: &str) -> Option<Box<dyn Rule>> {
+    all().into_iter().find(|r| r.meta().id.eq_ignore_ascii_case(id))
 }
 
 /// Run `rules` (all when empty) and return their findings, sorted by file and line.
@@ -51,5 +72,8 @@ pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
         .flat_map(|r| r.check(model))
         .collect();
     findings.sort_by(|a, b| (&a.file, a.line, a.rule).cmp(&(&b.file, b.line, b.rule)));
+    // The same layer file reached from several clusters (roots) is one finding.
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|f| seen.insert((f.rule, f.file.clone(), f.line, f.layer.clone(), f.object.clone(), f.message.clone())));
     findings
 }

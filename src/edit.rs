@@ -1,0 +1,217 @@
+//! Lossless edits: byte-range replacements planned on the span tree, in each file's own line
+//! ending and indentation, so that every byte outside an edit stays exactly as it was.
+
+use std::collections::BTreeMap;
+
+use crate::parse::{NodeId, NodeKind, YamlFile};
+
+/// Replace `[start, end)` of a file's text (BOM excluded) with `text`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TextEdit {
+    pub start: usize,
+    pub end: usize,
+    pub text: String,
+}
+
+/// What happens to one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    Edit(Vec<TextEdit>),
+    Create(String),
+    Delete,
+}
+
+/// The changes of one fix, by repository-relative path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changeset {
+    pub files: BTreeMap<String, FileOp>,
+}
+
+/// A changeset could not be planned or merged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("{path}: edits overlap")]
+    Overlap { path: String },
+    #[error("{path}: changed in two incompatible ways")]
+    CreatedTwice { path: String },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl Changeset {
+    pub fn edit(&mut self, path: &str, edit: TextEdit) {
+        match self.files.entry(path.to_string()).or_insert_with(|| FileOp::Edit(Vec::new())) {
+            FileOp::Edit(edits) => edits.push(edit),
+            FileOp::Create(_) | FileOp::Delete => unreachable!("only existing files are edited by span"),
+        }
+    }
+
+    pub fn create(&mut self, path: &str, contents: String) {
+        self.files.insert(path.to_string(), FileOp::Create(contents));
+    }
+
+    /// Merge another changeset; conflicting edits are refused, leaving `self` unchanged.
+    pub fn merge(&mut self, other: &Changeset) -> Result<(), EditError> {
+        let mut merged = self.clone();
+        for (path, op) in &other.files {
+            match (merged.files.get_mut(path), op) {
+                (None, op) => {
+                    merged.files.insert(path.clone(), op.clone());
+                }
+                (Some(FileOp::Edit(mine)), FileOp::Edit(theirs)) => {
+                    for e in theirs {
+                        if !mine.contains(e) {
+                            mine.push(e.clone());
+                        }
+                    }
+                    check_disjoint(path, mine)?;
+                }
+                (Some(mine), theirs) if mine == theirs => {}
+                _ => return Err(EditError::CreatedTwice { path: path.clone() }),
+            }
+        }
+        *self = merged;
+        Ok(())
+    }
+
+    pub fn delete(&mut self, path: &str) {
+        self.files.insert(path.to_string(), FileOp::Delete);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+fn check_disjoint(path: &str, edits: &mut [TextEdit]) -> Result<(), EditError> {
+    edits.sort();
+    for pair in edits.windows(2) {
+        let touching_inserts = pair[0].start == pair[0].end && pair[1].start == pair[1].end;
+        if pair[1].start < pair[0].end || (pair[1].start == pair[0].end && pair[0].start != pair[0].end && touching_inserts) {
+            return Err(EditError::Overlap { path: path.to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// Apply edits to a file's text (BOM excluded); edits must not overlap.
+pub fn apply(text: &str, edits: &[TextEdit]) -> Result<String, EditError> {
+    let mut sorted = edits.to_vec();
+    check_disjoint("", &mut sorted)?;
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for e in &sorted {
+        out.push_str(&text[at..e.start]);
+        out.push_str(&e.text);
+        at = e.end;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// Byte after the line break that ends the line holding `offset` (or the text end).
+pub fn after_line(text: &str, offset: usize) -> usize {
+    text[offset..].find('\n').map_or(text.len(), |i| offset + i + 1)
+}
+
+/// Remove one item of a sequence: for a block sequence its whole lines (trailing comment
+/// included); for a flow sequence the item and one adjacent comma.
+pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdit, EditError> {
+    let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
+        return Err(EditError::Unsupported("not a sequence".into()));
+    };
+    let idx = items.iter().position(|&i| i == item).ok_or_else(|| EditError::Unsupported("not an item of this sequence".into()))?;
+    let text = &file.text;
+    let node = file.node(item);
+    if *flow {
+        let (start, end) = if idx + 1 < items.len() {
+            (node.span.start, file.node(items[idx + 1]).span.start)
+        } else if idx > 0 {
+            (file.node(items[idx - 1]).span.end, node.span.end)
+        } else {
+            (node.span.start, node.span.end)
+        };
+        return Ok(TextEdit { start, end, text: String::new() });
+    }
+    let dash = node.dash.ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
+    let line_start = file.line_start(dash);
+    if !text[line_start..dash].trim().is_empty() {
+        return Err(EditError::Unsupported("item shares its line with other content".into()));
+    }
+    if items.len() == 1 {
+        // The list would be empty: make it an explicit empty flow sequence.
+        let seq_node = file.node(seq);
+        let colon = text[..seq_node.span.start].rfind(':').ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
+        let end = line_end_excluding_break(text, node.span.end);
+        return Ok(TextEdit { start: colon + 1, end, text: " []".into() });
+    }
+    let start = if idx > 0 { attached_comments_start(text, line_start, &text[line_start..dash]) } else { line_start };
+    Ok(TextEdit { start, end: after_line(text, node.span.end), text: String::new() })
+}
+
+/// Comment lines right above an item, at its indentation and with no blank line between, are
+/// about that item: they go with it. (Comments above the first item head the whole list.)
+fn attached_comments_start(text: &str, line_start: usize, indent: &str) -> usize {
+    let mut start = line_start;
+    while start > 0 {
+        let prev_start = text[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+        let line = text[prev_start..start].trim_end_matches(['\r', '\n']);
+        let is_attached_comment = line.starts_with(indent) && line[indent.len()..].starts_with('#');
+        if !is_attached_comment {
+            break;
+        }
+        start = prev_start;
+    }
+    start
+}
+
+/// End of the line holding `offset`, before its line break.
+fn line_end_excluding_break(text: &str, offset: usize) -> usize {
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    if end > offset && text.as_bytes()[end - 1] == b'\r' { end - 1 } else { end }
+}
+
+/// Insert a new item holding `value` (already valid YAML for the position) after item `after`
+/// of a block sequence — or at its end when `after` is `None` — in the list's own indentation.
+pub fn insert_item(file: &YamlFile, seq: NodeId, after: Option<NodeId>, value: &str) -> Result<TextEdit, EditError> {
+    let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
+        return Err(EditError::Unsupported("not a sequence".into()));
+    };
+    let anchor = after.or_else(|| items.last().copied()).ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
+    let text = &file.text;
+    if *flow {
+        let end = file.node(anchor).span.end;
+        return Ok(TextEdit { start: end, end, text: format!(", {value}") });
+    }
+    let dash = file.node(anchor).dash.ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
+    let indent = &text[file.line_start(dash)..dash];
+    let at = after_line(text, file.node(anchor).span.end);
+    let eol = file.line_ending.as_str();
+    let lead = if at == text.len() && !text.ends_with('\n') { eol } else { "" };
+    Ok(TextEdit { start: at, end: at, text: format!("{lead}{indent}- {value}{eol}") })
+}
+
+/// Replace a node's text with `yaml` (already valid YAML for the position, e.g. `false`).
+pub fn replace_node(file: &YamlFile, node: NodeId, yaml: &str) -> TextEdit {
+    let span = file.node(node).span;
+    TextEdit { start: span.start, end: span.end, text: yaml.to_string() }
+}
+
+/// A plain scalar when YAML reads it back as the same string, else double-quoted.
+pub fn scalar_text(value: &str) -> String {
+    let plain_safe = !value.is_empty()
+        && value.chars().all(|c| c.is_alphanumeric() || "-_./@".contains(c))
+        && !value.starts_with(['-', '@'])
+        && !matches!(value.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n")
+        && value.parse::<f64>().is_err();
+    if plain_safe { value.to_string() } else { format!("{value:?}") }
+}
+
+/// The region of document `doc` trimmed of trailing blank and comment-only lines that belong
+/// to what follows; removing it keeps the rest of the file a valid stream.
+pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
+    let d = &file.docs[doc];
+    let start = d.region.start;
+    let end = if doc + 1 < file.docs.len() { file.docs[doc + 1].region.start } else { file.text.len() };
+    (start, end)
+}

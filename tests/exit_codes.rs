@@ -1,0 +1,189 @@
+//! The exit-code contract of the CLI (src/main.rs): 0 nothing at or above `--fail-on`, 1 a
+//! finding or diagnostic at or above it, 2 a usage or I/O error. Also the shape of `check
+//! --format json` and that every `graph` format runs.
+
+mod common;
+
+use std::ffi::OsStr;
+
+use common::{TempRepo, fluxmend, summary};
+
+fn check(repo: &TempRepo, extra: &[&str]) -> common::Run {
+    let mut args: Vec<&OsStr> = vec![OsStr::new("check"), repo.path().as_os_str()];
+    args.extend(extra.iter().map(OsStr::new));
+    let run = fluxmend(args);
+    run.assert_no_panic();
+    run
+}
+
+/// A layout with one warning and nothing worse: a Flux Kustomization no root applies.
+fn repo_with_warning_only() -> TempRepo {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "clusters/old/apps.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: old-apps\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    \
+         name: flux-system\n",
+    );
+    repo
+}
+
+/// A layout with one note and nothing worse: a remote kustomize resource (never fetched).
+fn repo_with_note_only() -> TempRepo {
+    let repo = TempRepo::flux_layout();
+    repo.append("apps/kustomization.yaml", "  - https://github.com/x/y//deploy?ref=v1\n");
+    repo
+}
+
+#[test]
+fn clean_repository_exits_0() {
+    let repo = TempRepo::flux_layout();
+    let run = check(&repo, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("findings: none; diagnostics: none"), "{}", run.stdout);
+    for fail_on in ["note", "warning", "error"] {
+        assert_eq!(check(&repo, &["--fail-on", fail_on]).code, 0, "--fail-on {fail_on}");
+    }
+}
+
+#[test]
+fn error_diagnostic_exits_1_at_every_threshold() {
+    let repo = TempRepo::flux_layout();
+    repo.append("clusters/prod/infra.yaml", "  dependsOn:\n    - name: does-not-exist\n");
+    for extra in [&[][..], &["--fail-on", "note"], &["--fail-on", "warning"], &["--fail-on", "error"]] {
+        let run = check(&repo, extra);
+        assert_eq!(run.code, 1, "check {extra:?}:\n{}", run.stdout);
+        assert!(run.stdout.contains("does-not-exist"), "{}", run.stdout);
+    }
+}
+
+#[test]
+fn malformed_yaml_exits_1() {
+    let repo = TempRepo::flux_layout();
+    repo.write("misc/broken.yaml", "kind: ConfigMap\nmetadata:\n  name: a: b\n");
+    let run = check(&repo, &[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("misc/broken.yaml:3:"), "{}", run.stdout);
+}
+
+#[test]
+fn warning_fails_by_default_but_not_with_fail_on_error() {
+    let repo = repo_with_warning_only();
+    let (_, report) = repo.check_json(&[]);
+    assert_eq!(report["summary"]["diagnostics"], serde_json::json!({"warning": 1}), "{report:#}");
+    assert_eq!(check(&repo, &[]).code, 1, "default --fail-on is warning");
+    assert_eq!(check(&repo, &["--fail-on", "warning"]).code, 1);
+    assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
+    assert_eq!(check(&repo, &["--fail-on", "error"]).code, 0);
+}
+
+#[test]
+fn note_passes_by_default_but_fails_with_fail_on_note() {
+    let repo = repo_with_note_only();
+    let (_, report) = repo.check_json(&[]);
+    assert_eq!(report["summary"]["diagnostics"], serde_json::json!({"note": 1}), "{report:#}");
+    assert_eq!(check(&repo, &[]).code, 0);
+    assert_eq!(check(&repo, &["--fail-on", "error"]).code, 0);
+    assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
+}
+
+#[test]
+fn missing_path_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("does/not/exist");
+    for cmd in ["check", "graph"] {
+        let run = fluxmend([OsStr::new(cmd), missing.as_os_str()]);
+        assert_eq!(run.code, 2, "{cmd}: {run:?}");
+        assert!(run.stdout.is_empty(), "{cmd} printed a report: {}", run.stdout);
+        assert!(run.stderr.contains("does/not/exist"), "{cmd} stderr: {}", run.stderr);
+    }
+}
+
+#[test]
+fn path_that_is_a_file_exits_2() {
+    let repo = TempRepo::flux_layout();
+    let file = repo.path().join("apps/app.yaml");
+    let run = fluxmend([OsStr::new("check"), file.as_os_str()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not a directory"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let repo = TempRepo::flux_layout();
+    let path = repo.path().to_str().unwrap();
+    for args in [
+        vec!["check", path, "--no-such-flag"],
+        vec!["graph", path, "--no-such-flag"],
+        vec!["check", path, "--format", "yaml"],
+        vec!["check", path, "--fail-on", "fatal"],
+        vec!["graph", path, "--format", "svg"],
+        vec!["frobnicate"],
+        vec![],
+    ] {
+        let run = fluxmend(&args);
+        assert_eq!(run.code, 2, "fluxmend {args:?}: {run:?}");
+        assert!(!run.stderr.is_empty(), "fluxmend {args:?} said nothing on stderr");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    for args in [["--help"], ["--version"]] {
+        let run = fluxmend(args);
+        assert_eq!(run.code, 0, "fluxmend {args:?}: {run:?}");
+        assert!(!run.stdout.is_empty());
+    }
+}
+
+#[test]
+fn check_json_has_findings_diagnostics_and_summary() {
+    let repo = repo_with_warning_only();
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1);
+    let keys: Vec<&String> = report.as_object().expect("top level is an object").keys().collect();
+    assert_eq!(keys, ["diagnostics", "findings", "summary"], "{report:#}");
+    assert!(report["findings"].is_array());
+    let diagnostic = &report["diagnostics"][0];
+    for key in ["severity", "file", "line", "column", "message"] {
+        assert!(diagnostic.get(key).is_some(), "diagnostic has no {key}: {diagnostic}");
+    }
+    assert_eq!(diagnostic["severity"], "warning");
+    assert_eq!(diagnostic["file"], "clusters/old/apps.yaml");
+    assert_eq!(summary(&report, "files"), common::LAYOUT_FILES + 1);
+    assert_eq!(summary(&report, "objects"), common::LAYOUT_OBJECTS + 1);
+    assert_eq!(summary(&report, "layers"), common::LAYOUT_LAYERS + 1);
+    assert_eq!(summary(&report, "live_layers"), common::LAYOUT_LAYERS);
+    assert!(report["summary"]["findings"].is_object());
+}
+
+#[test]
+fn graph_formats_succeed() {
+    let repo = TempRepo::flux_layout();
+    let graph = |format: &str| {
+        let run = fluxmend([
+            OsStr::new("graph"),
+            repo.path().as_os_str(),
+            OsStr::new("--format"),
+            OsStr::new(format),
+        ]);
+        assert_eq!(run.code, 0, "graph --format {format}: {run:?}");
+        run.stdout
+    };
+    let text = graph("text");
+    assert!(text.contains("flux-system/apps"), "{text}");
+    assert_eq!(text, fluxmend([OsStr::new("graph"), repo.path().as_os_str()]).stdout, "text is the default");
+
+    let json: serde_json::Value = serde_json::from_str(&graph("json")).expect("graph json parses");
+    assert_eq!(json["layers"].as_array().map(Vec::len), Some(common::LAYOUT_LAYERS as usize));
+    assert!(json["diagnostics"].is_array());
+
+    let dot = graph("dot");
+    assert!(dot.starts_with("digraph fluxmend {"), "{dot}");
+    assert!(dot.trim_end().ends_with('}'), "{dot}");
+    assert!(dot.contains("waits for"), "dependsOn edge missing: {dot}");
+
+    let mermaid = graph("mermaid");
+    assert!(mermaid.starts_with("flowchart LR"), "{mermaid}");
+    assert!(mermaid.contains("-.->|waits for|"), "dependsOn edge missing: {mermaid}");
+}
