@@ -35,7 +35,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(severity: Severity, file: &str, message: String) -> Self {
-        Diagnostic { severity, file: file.to_string(), line: None, column: None, message }
+        Diagnostic {
+            severity,
+            file: file.to_string(),
+            line: None,
+            column: None,
+            message,
+        }
     }
 
     /// Place the diagnostic at a 1-based line and column.

@@ -40,14 +40,21 @@ pub enum EditError {
 
 impl Changeset {
     pub fn edit(&mut self, path: &str, edit: TextEdit) {
-        match self.files.entry(path.to_string()).or_insert_with(|| FileOp::Edit(Vec::new())) {
+        match self
+            .files
+            .entry(path.to_string())
+            .or_insert_with(|| FileOp::Edit(Vec::new()))
+        {
             FileOp::Edit(edits) => edits.push(edit),
-            FileOp::Create(_) | FileOp::Delete => unreachable!("only existing files are edited by span"),
+            FileOp::Create(_) | FileOp::Delete => {
+                unreachable!("only existing files are edited by span")
+            }
         }
     }
 
     pub fn create(&mut self, path: &str, contents: String) {
-        self.files.insert(path.to_string(), FileOp::Create(contents));
+        self.files
+            .insert(path.to_string(), FileOp::Create(contents));
     }
 
     /// Merge another changeset; conflicting edits are refused, leaving `self` unchanged.
@@ -87,8 +94,12 @@ fn check_disjoint(path: &str, edits: &mut [TextEdit]) -> Result<(), EditError> {
     edits.sort();
     for pair in edits.windows(2) {
         let touching_inserts = pair[0].start == pair[0].end && pair[1].start == pair[1].end;
-        if pair[1].start < pair[0].end || (pair[1].start == pair[0].end && pair[0].start != pair[0].end && touching_inserts) {
-            return Err(EditError::Overlap { path: path.to_string() });
+        if pair[1].start < pair[0].end
+            || (pair[1].start == pair[0].end && pair[0].start != pair[0].end && touching_inserts)
+        {
+            return Err(EditError::Overlap {
+                path: path.to_string(),
+            });
         }
     }
     Ok(())
@@ -111,7 +122,9 @@ pub fn apply(text: &str, edits: &[TextEdit]) -> Result<String, EditError> {
 
 /// Byte after the line break that ends the line holding `offset` (or the text end).
 pub fn after_line(text: &str, offset: usize) -> usize {
-    text[offset..].find('\n').map_or(text.len(), |i| offset + i + 1)
+    text[offset..]
+        .find('\n')
+        .map_or(text.len(), |i| offset + i + 1)
 }
 
 /// Remove one item of a sequence: for a block sequence its whole lines (trailing comment
@@ -120,7 +133,10 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
     let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
         return Err(EditError::Unsupported("not a sequence".into()));
     };
-    let idx = items.iter().position(|&i| i == item).ok_or_else(|| EditError::Unsupported("not an item of this sequence".into()))?;
+    let idx = items
+        .iter()
+        .position(|&i| i == item)
+        .ok_or_else(|| EditError::Unsupported("not an item of this sequence".into()))?;
     let text = &file.text;
     let node = file.node(item);
     if *flow {
@@ -131,22 +147,44 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
         } else {
             (node.span.start, node.span.end)
         };
-        return Ok(TextEdit { start, end, text: String::new() });
+        return Ok(TextEdit {
+            start,
+            end,
+            text: String::new(),
+        });
     }
-    let dash = node.dash.ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
+    let dash = node
+        .dash
+        .ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
     let line_start = file.line_start(dash);
     if !text[line_start..dash].trim().is_empty() {
-        return Err(EditError::Unsupported("item shares its line with other content".into()));
+        return Err(EditError::Unsupported(
+            "item shares its line with other content".into(),
+        ));
     }
     if items.len() == 1 {
         // The list would be empty: make it an explicit empty flow sequence.
         let seq_node = file.node(seq);
-        let colon = text[..seq_node.span.start].rfind(':').ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
+        let colon = text[..seq_node.span.start]
+            .rfind(':')
+            .ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
         let end = line_end_excluding_break(text, node.span.end);
-        return Ok(TextEdit { start: colon + 1, end, text: " []".into() });
+        return Ok(TextEdit {
+            start: colon + 1,
+            end,
+            text: " []".into(),
+        });
     }
-    let start = if idx > 0 { attached_comments_start(text, line_start, &text[line_start..dash]) } else { line_start };
-    Ok(TextEdit { start, end: after_line(text, node.span.end), text: String::new() })
+    let start = if idx > 0 {
+        attached_comments_start(text, line_start, &text[line_start..dash])
+    } else {
+        line_start
+    };
+    Ok(TextEdit {
+        start,
+        end: after_line(text, node.span.end),
+        text: String::new(),
+    })
 }
 
 /// Comment lines right above an item, at its indentation and with no blank line between, are
@@ -168,43 +206,82 @@ fn attached_comments_start(text: &str, line_start: usize, indent: &str) -> usize
 /// End of the line holding `offset`, before its line break.
 fn line_end_excluding_break(text: &str, offset: usize) -> usize {
     let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-    if end > offset && text.as_bytes()[end - 1] == b'\r' { end - 1 } else { end }
+    if end > offset && text.as_bytes()[end - 1] == b'\r' {
+        end - 1
+    } else {
+        end
+    }
 }
 
 /// Insert a new item holding `value` (already valid YAML for the position) after item `after`
 /// of a block sequence — or at its end when `after` is `None` — in the list's own indentation.
-pub fn insert_item(file: &YamlFile, seq: NodeId, after: Option<NodeId>, value: &str) -> Result<TextEdit, EditError> {
+pub fn insert_item(
+    file: &YamlFile,
+    seq: NodeId,
+    after: Option<NodeId>,
+    value: &str,
+) -> Result<TextEdit, EditError> {
     let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
         return Err(EditError::Unsupported("not a sequence".into()));
     };
-    let anchor = after.or_else(|| items.last().copied()).ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
+    let anchor = after
+        .or_else(|| items.last().copied())
+        .ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
     let text = &file.text;
     if *flow {
         let end = file.node(anchor).span.end;
-        return Ok(TextEdit { start: end, end, text: format!(", {value}") });
+        return Ok(TextEdit {
+            start: end,
+            end,
+            text: format!(", {value}"),
+        });
     }
-    let dash = file.node(anchor).dash.ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
+    let dash = file
+        .node(anchor)
+        .dash
+        .ok_or_else(|| EditError::Unsupported("block item without a dash".into()))?;
     let indent = &text[file.line_start(dash)..dash];
     let at = after_line(text, file.node(anchor).span.end);
     let eol = file.line_ending.as_str();
-    let lead = if at == text.len() && !text.ends_with('\n') { eol } else { "" };
-    Ok(TextEdit { start: at, end: at, text: format!("{lead}{indent}- {value}{eol}") })
+    let lead = if at == text.len() && !text.ends_with('\n') {
+        eol
+    } else {
+        ""
+    };
+    Ok(TextEdit {
+        start: at,
+        end: at,
+        text: format!("{lead}{indent}- {value}{eol}"),
+    })
 }
 
 /// Replace a node's text with `yaml` (already valid YAML for the position, e.g. `false`).
 pub fn replace_node(file: &YamlFile, node: NodeId, yaml: &str) -> TextEdit {
     let span = file.node(node).span;
-    TextEdit { start: span.start, end: span.end, text: yaml.to_string() }
+    TextEdit {
+        start: span.start,
+        end: span.end,
+        text: yaml.to_string(),
+    }
 }
 
 /// A plain scalar when YAML reads it back as the same string, else double-quoted.
 pub fn scalar_text(value: &str) -> String {
     let plain_safe = !value.is_empty()
-        && value.chars().all(|c| c.is_alphanumeric() || "-_./@".contains(c))
+        && value
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./@".contains(c))
         && !value.starts_with(['-', '@'])
-        && !matches!(value.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n")
+        && !matches!(
+            value.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
+        )
         && value.parse::<f64>().is_err();
-    if plain_safe { value.to_string() } else { format!("{value:?}") }
+    if plain_safe {
+        value.to_string()
+    } else {
+        format!("{value:?}")
+    }
 }
 
 /// The region of document `doc` trimmed of trailing blank and comment-only lines that belong
@@ -212,6 +289,10 @@ pub fn scalar_text(value: &str) -> String {
 pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
     let d = &file.docs[doc];
     let start = d.region.start;
-    let end = if doc + 1 < file.docs.len() { file.docs[doc + 1].region.start } else { file.text.len() };
+    let end = if doc + 1 < file.docs.len() {
+        file.docs[doc + 1].region.start
+    } else {
+        file.text.len()
+    };
     (start, end)
 }

@@ -4,11 +4,11 @@
 //! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
 //! fixes and [`emit`] the result.
 
-pub mod parse;
 pub mod diagnostics;
+pub mod edit;
+pub mod emit;
 pub mod load;
 pub mod model;
-pub mod emit;
+pub mod parse;
 pub mod rules;
-pub mod edit;
 pub mod verify;

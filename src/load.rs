@@ -138,9 +138,13 @@ impl Repo {
                     continue;
                 }
             };
-            let Ok(rel) = entry.path().strip_prefix(&root) else { continue };
+            let Ok(rel) = entry.path().strip_prefix(&root) else {
+                continue;
+            };
             let rel = rel_string(rel);
-            let Some(kind) = entry.file_type() else { continue };
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_symlink() {
                 repo.diagnostics.push(Diagnostic::new(
                     Severity::Note,
@@ -163,24 +167,43 @@ impl Repo {
             match read {
                 Ok(text) => match skip_reason(&rel, &text, &repo.dirs, &root) {
                     Some(reason) => {
-                        repo.diagnostics.push(Diagnostic::new(Severity::Note, &rel, format!("skipped: {reason}")));
+                        repo.diagnostics.push(Diagnostic::new(
+                            Severity::Note,
+                            &rel,
+                            format!("skipped: {reason}"),
+                        ));
                         repo.other_files.insert(rel);
                     }
                     None => {
                         let (yaml, error) = YamlFile::parse(&text);
                         if let Some(e) = &error {
                             repo.diagnostics.push(
-                                Diagnostic::new(Severity::Error, &rel, format!("YAML does not parse: {}", e.message))
-                                    .at(e.line, e.column),
+                                Diagnostic::new(
+                                    Severity::Error,
+                                    &rel,
+                                    format!("YAML does not parse: {}", e.message),
+                                )
+                                .at(e.line, e.column),
                             );
                         }
                         repo.by_path.insert(rel.clone(), repo.files.len());
-                        repo.dir_files.entry(parent_of(&rel).to_string()).or_default().push(repo.files.len());
-                        repo.files.push(SourceFile { path: rel, yaml, error });
+                        repo.dir_files
+                            .entry(parent_of(&rel).to_string())
+                            .or_default()
+                            .push(repo.files.len());
+                        repo.files.push(SourceFile {
+                            path: rel,
+                            yaml,
+                            error,
+                        });
                     }
                 },
                 Err(reason) => {
-                    repo.diagnostics.push(Diagnostic::new(Severity::Warning, &rel, format!("skipped: {reason}")));
+                    repo.diagnostics.push(Diagnostic::new(
+                        Severity::Warning,
+                        &rel,
+                        format!("skipped: {reason}"),
+                    ));
                     repo.other_files.insert(rel);
                 }
             }
@@ -202,11 +225,20 @@ impl Repo {
             dir_children: HashMap::new(),
             other_files: self.other_files.clone(),
         };
-        let mut sources: Vec<SourceFile> = self.files.iter().filter(|f| !changes.contains_key(&f.path)).cloned().collect();
+        let mut sources: Vec<SourceFile> = self
+            .files
+            .iter()
+            .filter(|f| !changes.contains_key(&f.path))
+            .cloned()
+            .collect();
         for (path, text) in changes {
             if let Some(text) = text {
                 let (yaml, error) = YamlFile::parse(text);
-                sources.push(SourceFile { path: path.clone(), yaml, error });
+                sources.push(SourceFile {
+                    path: path.clone(),
+                    yaml,
+                    error,
+                });
                 let mut dir = parent_of(path);
                 while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {
                     dir = parent_of(dir);
@@ -216,7 +248,10 @@ impl Repo {
         sources.sort_by(|a, b| a.path.cmp(&b.path));
         for source in sources {
             repo.by_path.insert(source.path.clone(), repo.files.len());
-            repo.dir_files.entry(parent_of(&source.path).to_string()).or_default().push(repo.files.len());
+            repo.dir_files
+                .entry(parent_of(&source.path).to_string())
+                .or_default()
+                .push(repo.files.len());
             repo.files.push(source);
         }
         repo.index_dirs();
@@ -226,7 +261,10 @@ impl Repo {
     fn index_dirs(&mut self) {
         for dir in &self.dirs {
             if !dir.is_empty() {
-                self.dir_children.entry(parent_of(dir).to_string()).or_default().push(dir.clone());
+                self.dir_children
+                    .entry(parent_of(dir).to_string())
+                    .or_default()
+                    .push(dir.clone());
             }
         }
     }
@@ -268,7 +306,9 @@ pub fn parent_of(path: &str) -> &str {
 fn flux_defaults(root: &Path) -> Gitignore {
     let mut builder = GitignoreBuilder::new(root);
     for pattern in FLUX_DEFAULT_IGNORES {
-        builder.add_line(None, pattern).expect("built-in ignore patterns are valid");
+        builder
+            .add_line(None, pattern)
+            .expect("built-in ignore patterns are valid");
     }
     builder.build().expect("built-in ignore patterns are valid")
 }
@@ -281,20 +321,32 @@ fn rel_string(rel: &Path) -> String {
 }
 
 fn is_yaml_name(path: &str) -> bool {
-    path.ends_with(".yaml") || path.ends_with(".yml") || path.ends_with("/Kustomization") || path == "Kustomization"
+    path.ends_with(".yaml")
+        || path.ends_with(".yml")
+        || path.ends_with("/Kustomization")
+        || path == "Kustomization"
 }
 
 fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
     let path = root.join(rel);
     let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("{} bytes is over the {} byte limit", meta.len(), MAX_FILE_BYTES));
+        return Err(format!(
+            "{} bytes is over the {} byte limit",
+            meta.len(),
+            MAX_FILE_BYTES
+        ));
     }
     let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes)".into());
     }
-    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Why a YAML-named file is not Kubernetes YAML that Flux would apply, if it is not.
@@ -302,13 +354,19 @@ fn skip_reason(rel: &str, text: &str, dirs: &BTreeSet<String>, root: &Path) -> O
     let parts: Vec<&str> = rel.split('/').collect();
     if let Some(i) = parts.iter().position(|p| *p == "templates") {
         let chart_dir = parts[..i].join("/");
-        let chart = if chart_dir.is_empty() { "Chart.yaml".to_string() } else { format!("{chart_dir}/Chart.yaml") };
+        let chart = if chart_dir.is_empty() {
+            "Chart.yaml".to_string()
+        } else {
+            format!("{chart_dir}/Chart.yaml")
+        };
         if root.join(&chart).is_file() || dirs.contains(&format!("{chart_dir}/charts")) {
             return Some("Helm chart template".into());
         }
     }
     let name = parts.last().copied().unwrap_or_default();
-    if name == "Chart.yaml" || name == "values.yaml" && root.join(rel).with_file_name("Chart.yaml").is_file() {
+    if name == "Chart.yaml"
+        || name == "values.yaml" && root.join(rel).with_file_name("Chart.yaml").is_file()
+    {
         return Some("Helm chart metadata".into());
     }
     if text.contains("{{") && (text.contains("}}") || text.contains("{{-")) || text.contains("{%") {

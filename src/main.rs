@@ -12,7 +12,11 @@ use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
 
 #[derive(Parser)]
-#[command(name = "fluxmend", version, about = "Find and rewrite Flux delivery trees that can lock themselves.")]
+#[command(
+    name = "fluxmend",
+    version,
+    about = "Find and rewrite Flux delivery trees that can lock themselves."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -130,7 +134,10 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
         eprintln!("fluxmend: {e}");
         ExitCode::from(2)
     })?;
-    let options = ModelOptions { roots: args.roots.clone(), source_root: args.source_root.clone() };
+    let options = ModelOptions {
+        roots: args.roots.clone(),
+        source_root: args.source_root.clone(),
+    };
     Ok((repo, options))
 }
 
@@ -149,7 +156,8 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         }
     );
     let threshold = args.fail_on.severity();
-    let failing = findings.iter().any(|f| f.severity >= threshold) || diagnostics.iter().any(|d| d.severity >= threshold);
+    let failing = findings.iter().any(|f| f.severity >= threshold)
+        || diagnostics.iter().any(|d| d.severity >= threshold);
     Ok(ExitCode::from(u8::from(failing)))
 }
 
@@ -189,7 +197,13 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     }
     if changed && args.commit {
         let message = report::commit_message(&plan);
-        let oid = fluxmend::emit::apply::commit(&repo.root, &plan.files, &message, args.branch.as_deref()).map_err(fail)?;
+        let oid = fluxmend::emit::apply::commit(
+            &repo.root,
+            &plan.files,
+            &message,
+            args.branch.as_deref(),
+        )
+        .map_err(fail)?;
         eprintln!("committed {oid}");
         action = "committed";
     }

@@ -21,30 +21,53 @@ pub struct Plan {
 }
 
 /// Every object the live layers apply, per cluster, with its content: what must not change.
-fn rendered_multiset(model: &Model, skip_layer_objects: &[(usize, String)]) -> BTreeMap<(usize, String, Value), usize> {
+fn rendered_multiset(
+    model: &Model,
+    skip_layer_objects: &[(usize, String)],
+) -> BTreeMap<(usize, String, Value), usize> {
     let mut out = BTreeMap::new();
     for (_, layer) in model.live_layers() {
         for (_, r) in layer.inventory() {
-            let is_flux_layer = r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-            if is_flux_layer && skip_layer_objects.iter().any(|(c, n)| *c == layer.cluster && *n == r.key.name) {
+            let is_flux_layer =
+                r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
+            if is_flux_layer
+                && skip_layer_objects
+                    .iter()
+                    .any(|(c, n)| *c == layer.cluster && *n == r.key.name)
+            {
                 continue;
             }
             let obj = model.object(r.object);
-            let value = model.repo.file(obj.file).yaml.value(obj.root).unwrap_or(Value::Null);
-            *out.entry((layer.cluster, r.key.to_string(), value)).or_insert(0) += 1;
+            let value = model
+                .repo
+                .file(obj.file)
+                .yaml
+                .value(obj.root)
+                .unwrap_or(Value::Null);
+            *out.entry((layer.cluster, r.key.to_string(), value))
+                .or_insert(0) += 1;
         }
     }
     out
 }
 
 /// Check one changeset; `Err` says which gate failed and why.
-fn check(repo: &Repo, model: &Model, options: &ModelOptions, files: &[FileChange], finding: Option<&Finding>) -> Result<(), String> {
+fn check(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    files: &[FileChange],
+    finding: Option<&Finding>,
+) -> Result<(), String> {
     // YAML gate: every changed file parses completely.
     for f in files {
         if let Some(text) = &f.after {
             let (_, err) = YamlFile::parse(text);
             if let Some(e) = err {
-                return Err(format!("YAML gate: {} would not parse ({}:{}: {})", f.path, e.line, e.column, e.message));
+                return Err(format!(
+                    "YAML gate: {} would not parse ({}:{}: {})",
+                    f.path, e.line, e.column, e.message
+                ));
             }
         }
     }
@@ -62,29 +85,54 @@ fn check(repo: &Repo, model: &Model, options: &ModelOptions, files: &[FileChange
             }) || finding.is_some_and(|f| l.id == f.layer)
         })
         .map(|l| (l.cluster, l.id.name.clone()))
-        .chain(after.layers.iter().filter(|l| !model.layers.iter().any(|m| m.id == l.id)).map(|l| (l.cluster, l.id.name.clone())))
+        .chain(
+            after
+                .layers
+                .iter()
+                .filter(|l| !model.layers.iter().any(|m| m.id == l.id))
+                .map(|l| (l.cluster, l.id.name.clone())),
+        )
         .collect();
     let before_set = rendered_multiset(model, &touched);
     let after_set = rendered_multiset(&after, &touched);
     if before_set != after_set {
         let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
         let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-        let describe = |e: Option<(&(usize, String, Value), &usize)>| e.map_or("nothing".to_string(), |((_, key, _), n)| format!("{key} ×{n}"));
+        let describe = |e: Option<(&(usize, String, Value), &usize)>| {
+            e.map_or("nothing".to_string(), |((_, key, _), n)| {
+                format!("{key} ×{n}")
+            })
+        };
         return Err(format!(
             "render gate: the objects rendered would change (before: {}; after: {})",
             describe(missing),
             describe(extra)
         ));
     }
-    let new_errors: Vec<_> = after.diagnostics.iter().filter(|d| d.severity == crate::diagnostics::Severity::Error && !model.diagnostics.contains(d)).collect();
+    let new_errors: Vec<_> = after
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            d.severity == crate::diagnostics::Severity::Error && !model.diagnostics.contains(d)
+        })
+        .collect();
     if let Some(d) = new_errors.first() {
-        return Err(format!("render gate: the change introduces a problem: {}: {}", d.file, d.message));
+        return Err(format!(
+            "render gate: the change introduces a problem: {}: {}",
+            d.file, d.message
+        ));
     }
     // Convergence: the rule no longer finds this.
     if let Some(f) = finding {
         let again = rules::run(&after, &[f.rule.to_string()]);
-        if again.iter().any(|g| g.layer == f.layer && g.object == f.object) {
-            return Err(format!("convergence: {} still reports {} in {} after the fix", f.rule, f.object, f.layer));
+        if again
+            .iter()
+            .any(|g| g.layer == f.layer && g.object == f.object)
+        {
+            return Err(format!(
+                "convergence: {} still reports {} in {} after the fix",
+                f.rule, f.object, f.layer
+            ));
         }
     }
     Ok(())
@@ -92,10 +140,17 @@ fn check(repo: &Repo, model: &Model, options: &ModelOptions, files: &[FileChange
 
 /// Verify each finding's fix alone, combine those that pass (conflicting ones wait for the next
 /// run), and verify the combination.
-pub fn plan(repo: &Repo, model: &Model, options: &ModelOptions, mut findings: Vec<Finding>) -> Plan {
+pub fn plan(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    mut findings: Vec<Finding>,
+) -> Plan {
     let mut combined = crate::edit::Changeset::default();
     for finding in &mut findings {
-        let Some(fix) = finding.fix.clone() else { continue };
+        let Some(fix) = finding.fix.clone() else {
+            continue;
+        };
         let verdict = apply::contents(repo, &fix.changes)
             .map_err(|e| e.to_string())
             .and_then(|files| check(repo, model, options, &files, Some(finding)));
@@ -106,7 +161,9 @@ pub fn plan(repo: &Repo, model: &Model, options: &ModelOptions, mut findings: Ve
         }
         if let Err(e) = combined.merge(&fix.changes) {
             finding.fix = None;
-            finding.no_fix_reason = Some(format!("not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"));
+            finding.no_fix_reason = Some(format!(
+                "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
+            ));
         }
     }
     let files = apply::contents(repo, &combined).unwrap_or_default();
@@ -116,7 +173,15 @@ pub fn plan(repo: &Repo, model: &Model, options: &ModelOptions, mut findings: Ve
                 f.no_fix_reason = Some(format!("fix dropped: the combined change fails: {reason}"));
             }
         }
-        return Plan { findings, files: Vec::new(), verified_by: vec!["builtin"] };
+        return Plan {
+            findings,
+            files: Vec::new(),
+            verified_by: vec!["builtin"],
+        };
     }
-    Plan { findings, files, verified_by: vec!["builtin"] }
+    Plan {
+        findings,
+        files,
+        verified_by: vec!["builtin"],
+    }
 }

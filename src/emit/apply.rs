@@ -39,24 +39,42 @@ pub fn contents(repo: &Repo, changes: &Changeset) -> Result<Vec<FileChange>, Emi
     for (path, op) in &changes.files {
         let before = repo.file_id(path).map(|id| {
             let f = repo.file(id);
-            format!("{}{}", if f.yaml.bom { "\u{feff}" } else { "" }, f.yaml.text)
+            format!(
+                "{}{}",
+                if f.yaml.bom { "\u{feff}" } else { "" },
+                f.yaml.text
+            )
         });
         let after = match op {
             FileOp::Edit(edits) => {
-                let f = repo.file(repo.file_id(path).ok_or_else(|| EmitError::Unsafe(path.clone()))?);
-                Some(format!("{}{}", if f.yaml.bom { "\u{feff}" } else { "" }, edit::apply(&f.yaml.text, edits)?))
+                let f = repo.file(
+                    repo.file_id(path)
+                        .ok_or_else(|| EmitError::Unsafe(path.clone()))?,
+                );
+                Some(format!(
+                    "{}{}",
+                    if f.yaml.bom { "\u{feff}" } else { "" },
+                    edit::apply(&f.yaml.text, edits)?
+                ))
             }
             FileOp::Create(text) => Some(text.clone()),
             FileOp::Delete => None,
         };
-        out.push(FileChange { path: path.clone(), before, after });
+        out.push(FileChange {
+            path: path.clone(),
+            before,
+            after,
+        });
     }
     Ok(out)
 }
 
 /// The changes as `path -> new text` (`None` = deleted), for re-modelling.
 pub fn as_overlay(files: &[FileChange]) -> BTreeMap<String, Option<String>> {
-    files.iter().map(|f| (f.path.clone(), f.after.clone())).collect()
+    files
+        .iter()
+        .map(|f| (f.path.clone(), f.after.clone()))
+        .collect()
 }
 
 /// A unified diff with `a/` and `b/` paths relative to the repository root, which `git apply`
@@ -66,16 +84,32 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
     for f in files {
         let old = f.before.as_deref().unwrap_or("");
         let new = f.after.as_deref().unwrap_or("");
-        let a = if f.before.is_some() { format!("a/{prefix}{}", f.path) } else { "/dev/null".into() };
-        let b = if f.after.is_some() { format!("b/{prefix}{}", f.path) } else { "/dev/null".into() };
-        out.push_str(&format!("diff --git a/{prefix}{p} b/{prefix}{p}\n", p = f.path));
+        let a = if f.before.is_some() {
+            format!("a/{prefix}{}", f.path)
+        } else {
+            "/dev/null".into()
+        };
+        let b = if f.after.is_some() {
+            format!("b/{prefix}{}", f.path)
+        } else {
+            "/dev/null".into()
+        };
+        out.push_str(&format!(
+            "diff --git a/{prefix}{p} b/{prefix}{p}\n",
+            p = f.path
+        ));
         match (&f.before, &f.after) {
             (None, Some(_)) => out.push_str("new file mode 100644\n"),
             (Some(_), None) => out.push_str("deleted file mode 100644\n"),
             _ => {}
         }
         let diff = similar::TextDiff::from_lines(old, new);
-        let body = diff.unified_diff().context_radius(3).header(&a, &b).missing_newline_hint(true).to_string();
+        let body = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&a, &b)
+            .missing_newline_hint(true)
+            .to_string();
         out.push_str(&body);
     }
     out
@@ -83,16 +117,19 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
 
 /// Check that `rel` stays inside `root` and that no existing component of it is a link.
 fn safe_path(root: &Path, rel: &str) -> Result<PathBuf, EmitError> {
-    if rel.is_empty() || rel.starts_with('/') || rel.split('/').any(|c| c == ".." || c == "." || c.is_empty()) {
+    if rel.is_empty()
+        || rel.starts_with('/')
+        || rel
+            .split('/')
+            .any(|c| c == ".." || c == "." || c.is_empty())
+    {
         return Err(EmitError::Unsafe(rel.into()));
     }
     let mut at = root.to_path_buf();
     for part in rel.split('/') {
         at.push(part);
-        if let Ok(meta) = fs::symlink_metadata(&at) {
-            if meta.file_type().is_symlink() {
-                return Err(EmitError::Unsafe(rel.into()));
-            }
+        if fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(EmitError::Unsafe(rel.into()));
         }
     }
     Ok(at)
@@ -101,7 +138,10 @@ fn safe_path(root: &Path, rel: &str) -> Result<PathBuf, EmitError> {
 /// Write every change, all or nothing: each new file goes to a temporary sibling first, then all
 /// are renamed into place; if any step fails, what was already replaced is restored.
 pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
-    let targets: Vec<PathBuf> = files.iter().map(|f| safe_path(root, &f.path)).collect::<Result<_, _>>()?;
+    let targets: Vec<PathBuf> = files
+        .iter()
+        .map(|f| safe_path(root, &f.path))
+        .collect::<Result<_, _>>()?;
     let mut staged: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
     let cleanup = |staged: &[(PathBuf, Option<PathBuf>)]| {
         for (_, tmp) in staged {
@@ -118,10 +158,17 @@ pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
         let result = (|| -> anyhow::Result<PathBuf> {
             let dir = target.parent().context("no parent directory")?;
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            let tmp = dir.join(format!(".{}.fluxmend-tmp", target.file_name().context("no file name")?.to_string_lossy()));
+            let tmp = dir.join(format!(
+                ".{}.fluxmend-tmp",
+                target
+                    .file_name()
+                    .context("no file name")?
+                    .to_string_lossy()
+            ));
             fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
             if let Ok(meta) = fs::metadata(target) {
-                fs::set_permissions(&tmp, meta.permissions()).with_context(|| format!("keeping the mode of {}", target.display()))?;
+                fs::set_permissions(&tmp, meta.permissions())
+                    .with_context(|| format!("keeping the mode of {}", target.display()))?;
             }
             Ok(tmp)
         })();
@@ -149,7 +196,9 @@ pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
                 };
             }
             cleanup(&staged);
-            return Err(anyhow::Error::new(e).context(format!("replacing {}", target.display())).into());
+            return Err(anyhow::Error::new(e)
+                .context(format!("replacing {}", target.display()))
+                .into());
         }
         done.push((target.clone(), original));
     }
@@ -159,10 +208,24 @@ pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
 /// Commit the written files with git: refuses when any touched file has uncommitted changes,
 /// stages only those files, runs no hooks. With `branch`, the commit goes on a new branch made
 /// from HEAD, which becomes the current branch.
-pub fn commit(root: &Path, files: &[FileChange], message: &str, branch: Option<&str>) -> Result<git2::Oid, EmitError> {
+pub fn commit(
+    root: &Path,
+    files: &[FileChange],
+    message: &str,
+    branch: Option<&str>,
+) -> Result<git2::Oid, EmitError> {
     let repo = git2::Repository::discover(root)?;
-    let workdir = repo.workdir().ok_or_else(|| git2::Error::from_str("bare repository"))?.canonicalize().context("resolving the work tree")?;
-    let prefix = root.canonicalize().context("resolving the root")?.strip_prefix(&workdir).map(Path::to_path_buf).map_err(|_| EmitError::Unsafe(root.display().to_string()))?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| git2::Error::from_str("bare repository"))?
+        .canonicalize()
+        .context("resolving the work tree")?;
+    let prefix = root
+        .canonicalize()
+        .context("resolving the root")?
+        .strip_prefix(&workdir)
+        .map(Path::to_path_buf)
+        .map_err(|_| EmitError::Unsafe(root.display().to_string()))?;
     let rel = |p: &str| prefix.join(p);
     for f in files {
         let status = repo.status_file(&rel(&f.path));
@@ -188,7 +251,9 @@ pub fn commit(root: &Path, files: &[FileChange], message: &str, branch: Option<&
         }
         index.write()?;
         let tree = repo.find_tree(index.write_tree()?)?;
-        let sig = repo.signature().or_else(|_| git2::Signature::now("fluxmend", "fluxmend@localhost"))?;
+        let sig = repo
+            .signature()
+            .or_else(|_| git2::Signature::now("fluxmend", "fluxmend@localhost"))?;
         let update_ref = match branch {
             Some(name) => {
                 repo.branch(name, &head, false)?;
@@ -201,7 +266,14 @@ pub fn commit(root: &Path, files: &[FileChange], message: &str, branch: Option<&
     })();
     if result.is_err() {
         // Leave the working tree as it was.
-        let originals: Vec<FileChange> = files.iter().map(|f| FileChange { path: f.path.clone(), before: f.after.clone(), after: f.before.clone() }).collect();
+        let originals: Vec<FileChange> = files
+            .iter()
+            .map(|f| FileChange {
+                path: f.path.clone(),
+                before: f.after.clone(),
+                after: f.before.clone(),
+            })
+            .collect();
         let _ = write(root, &originals);
     }
     result

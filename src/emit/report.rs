@@ -68,7 +68,11 @@ pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
 pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
     let mut out = String::new();
     for f in findings {
-        let _ = writeln!(out, "{}:{}: {}[{}]: {}", f.file, f.line, f.severity, f.rule, f.message);
+        let _ = writeln!(
+            out,
+            "{}:{}: {}[{}]: {}",
+            f.file, f.line, f.severity, f.rule, f.message
+        );
     }
     for d in diagnostics {
         let place = match (d.line, d.column) {
@@ -80,7 +84,11 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
     }
     let count = |m: &BTreeMap<Severity, usize>| {
         let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
-        if parts.is_empty() { "none".to_string() } else { parts.join(", ") }
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(", ")
+        }
     };
     let _ = writeln!(
         out,
@@ -96,9 +104,15 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
 }
 
 fn gating(layer: &Layer) -> String {
-    match (layer.wait, layer.health_checks.len(), layer.health_check_exprs) {
+    match (
+        layer.wait,
+        layer.health_checks.len(),
+        layer.health_check_exprs,
+    ) {
         (true, 0, _) => "wait: true (gates everything it applies)".into(),
-        (true, n, _) => format!("wait: true (gates everything it applies; its {n} healthChecks are ignored)"),
+        (true, n, _) => {
+            format!("wait: true (gates everything it applies; its {n} healthChecks are ignored)")
+        }
         (false, 0, _) => "no health gate".into(),
         (false, n, _) => format!("healthChecks: {n}"),
     }
@@ -110,7 +124,11 @@ fn kind_counts(layer: &Layer, variant: &crate::model::Variant) -> String {
     for r in &variant.inventory {
         *counts.entry(r.key.kind.as_str()).or_default() += 1;
     }
-    counts.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(" ")
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k}×{n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn layer_label(model: &Model, id: usize) -> String {
@@ -133,31 +151,66 @@ pub fn graph_text(model: &Model) -> String {
             }
             (None, Some(i)) => {
                 let obj = model.object(i);
-                format!("created by FluxInstance {} ({}:{})", obj.key, model.repo.file(obj.file).path, obj.line)
+                format!(
+                    "created by FluxInstance {} ({}:{})",
+                    obj.key,
+                    model.repo.file(obj.file).path,
+                    obj.line
+                )
             }
             _ => String::new(),
         };
         let status = if layer.live { "" } else { " [unreferenced]" };
         let _ = writeln!(out, "{}{status}  ({origin})", layer_label(model, id));
-        let root = layer.source_root.as_deref().map(|r| if r.is_empty() { "." } else { r }).unwrap_or("?");
+        let root = layer
+            .source_root
+            .as_deref()
+            .map(|r| if r.is_empty() { "." } else { r })
+            .unwrap_or("?");
         let _ = writeln!(out, "  source: {} (root {root})", layer.source);
-        let _ = writeln!(out, "  path: {}", if layer.path.is_empty() { "./" } else { &layer.path });
+        let _ = writeln!(
+            out,
+            "  path: {}",
+            if layer.path.is_empty() {
+                "./"
+            } else {
+                &layer.path
+            }
+        );
         let _ = writeln!(out, "  gating: {}", gating(layer));
         if let Some(by) = layer.applied_by {
             let _ = writeln!(out, "  applied by: {}", layer_label(model, by));
         }
         if !layer.depends_on_ids.is_empty() {
-            let deps: Vec<String> = layer.depends_on_ids.iter().map(|&d| layer_label(model, d)).collect();
+            let deps: Vec<String> = layer
+                .depends_on_ids
+                .iter()
+                .map(|&d| layer_label(model, d))
+                .collect();
             let _ = writeln!(out, "  dependsOn: {}", deps.join(", "));
         }
         for v in &layer.variants {
-            let bindings: Vec<String> = v.bindings.iter().map(|(p, n)| format!("{p}={n}")).collect();
-            let how = if v.generated { "generated kustomization" } else { "kustomization" };
-            let _ = write!(out, "  variant {}", if v.dir.is_empty() { "." } else { &v.dir });
+            let bindings: Vec<String> =
+                v.bindings.iter().map(|(p, n)| format!("{p}={n}")).collect();
+            let how = if v.generated {
+                "generated kustomization"
+            } else {
+                "kustomization"
+            };
+            let _ = write!(
+                out,
+                "  variant {}",
+                if v.dir.is_empty() { "." } else { &v.dir }
+            );
             if !bindings.is_empty() {
                 let _ = write!(out, " [{}]", bindings.join(", "));
             }
-            let _ = writeln!(out, " ({how}): {} objects: {}", v.inventory.len(), kind_counts(layer, v));
+            let _ = writeln!(
+                out,
+                " ({how}): {} objects: {}",
+                v.inventory.len(),
+                kind_counts(layer, v)
+            );
             if let Some(e) = &v.error {
                 let _ = writeln!(out, "    error: {e}");
             }
@@ -203,7 +256,9 @@ pub fn graph_json(model: &Model) -> String {
             })
         })
         .collect();
-    serde_json::to_string_pretty(&json!({"layers": layers, "diagnostics": model.diagnostics})).expect("JSON of plain data") + "\n"
+    serde_json::to_string_pretty(&json!({"layers": layers, "diagnostics": model.diagnostics}))
+        .expect("JSON of plain data")
+        + "\n"
 }
 
 fn node_name(id: usize) -> String {
@@ -216,12 +271,28 @@ pub fn graph_dot(model: &Model) -> String {
     for (id, l) in model.layers.iter().enumerate() {
         let style = if l.wait { ",penwidth=2" } else { "" };
         let dashed = if l.live { "" } else { ",style=dashed" };
-        let _ = writeln!(out, "  {} [label=\"{}\\n{}\"{style}{dashed}];", node_name(id), l.id, gating(l).replace('"', "'"));
+        let _ = writeln!(
+            out,
+            "  {} [label=\"{}\\n{}\"{style}{dashed}];",
+            node_name(id),
+            l.id,
+            gating(l).replace('"', "'")
+        );
         if let Some(by) = l.applied_by {
-            let _ = writeln!(out, "  {} -> {} [label=\"applies\"];", node_name(by), node_name(id));
+            let _ = writeln!(
+                out,
+                "  {} -> {} [label=\"applies\"];",
+                node_name(by),
+                node_name(id)
+            );
         }
         for &d in &l.depends_on_ids {
-            let _ = writeln!(out, "  {} -> {} [style=dashed,label=\"waits for\"];", node_name(id), node_name(d));
+            let _ = writeln!(
+                out,
+                "  {} -> {} [style=dashed,label=\"waits for\"];",
+                node_name(id),
+                node_name(d)
+            );
         }
     }
     out.push_str("}\n");
@@ -248,7 +319,11 @@ pub fn graph_mermaid(model: &Model) -> String {
 pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
     let mut out = String::new();
     for f in &plan.findings {
-        let _ = writeln!(out, "{}:{}: {}[{}]: {}", f.file, f.line, f.severity, f.rule, f.message);
+        let _ = writeln!(
+            out,
+            "{}:{}: {}[{}]: {}",
+            f.file, f.line, f.severity, f.rule, f.message
+        );
         match (&f.fix, &f.no_fix_reason) {
             (Some(fix), _) => {
                 let _ = writeln!(out, "  fix: {}", fix.description);
@@ -263,8 +338,16 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
     let files = plan.files.len();
     let _ = match (files, action) {
         (0, _) => writeln!(out, "nothing to change"),
-        (n, "") => writeln!(out, "{n} file(s) to change; verified: {}", plan.verified_by.join(" + ")),
-        (n, a) => writeln!(out, "{n} file(s) {a}; verified: {}", plan.verified_by.join(" + ")),
+        (n, "") => writeln!(
+            out,
+            "{n} file(s) to change; verified: {}",
+            plan.verified_by.join(" + ")
+        ),
+        (n, a) => writeln!(
+            out,
+            "{n} file(s) {a}; verified: {}",
+            plan.verified_by.join(" + ")
+        ),
     };
     out
 }
@@ -318,6 +401,10 @@ pub fn commit_message(plan: &crate::verify::Plan) -> String {
         let _ = writeln!(out, "  fix: {}", fix.description);
         let _ = writeln!(out, "  trade-off: {}\n", fix.tradeoff);
     }
-    let _ = writeln!(out, "Verified before writing: {}.", plan.verified_by.join(" + "));
+    let _ = writeln!(
+        out,
+        "Verified before writing: {}.",
+        plan.verified_by.join(" + ")
+    );
     out
 }

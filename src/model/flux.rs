@@ -8,8 +8,8 @@ use serde::Serialize;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{NodeId, YamlFile};
 
-use super::kustomize::{check_unique, display_dir, RefTarget, Renderer, Rendered, Transform};
-use super::{join, Model, ModelOptions, ObjectIdx, ObjectKey};
+use super::kustomize::{RefTarget, Rendered, Renderer, Transform, check_unique, display_dir};
+use super::{Model, ModelOptions, ObjectIdx, ObjectKey, join};
 
 /// Index of a layer in [`Model::layers`].
 pub type LayerId = usize;
@@ -56,7 +56,10 @@ impl HealthCheck {
     pub fn matches(&self, key: &ObjectKey) -> bool {
         self.kind == key.kind
             && self.name == key.name
-            && self.namespace.as_ref().is_none_or(|ns| Some(ns) == key.namespace.as_ref())
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| Some(ns) == key.namespace.as_ref())
     }
 }
 
@@ -115,7 +118,9 @@ impl Layer {
 
     /// Every object of every variant, once per variant.
     pub fn inventory(&self) -> impl Iterator<Item = (&Variant, &Rendered)> {
-        self.variants.iter().flat_map(|v| v.inventory.iter().map(move |r| (v, r)))
+        self.variants
+            .iter()
+            .flat_map(|v| v.inventory.iter().map(move |r| (v, r)))
     }
 }
 
@@ -136,14 +141,24 @@ fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
     let yaml = &model.repo.file(obj.file).yaml;
     let spec = if obj.is(FLUX_OPERATOR_GROUP, "FluxInstance") {
         yaml.lookup(obj.root, &["spec"])?
-    } else if obj.key.kind == "HelmRelease" && model.helm_chart(idx).as_deref() == Some("flux-instance") {
+    } else if obj.key.kind == "HelmRelease"
+        && model.helm_chart(idx).as_deref() == Some("flux-instance")
+    {
         yaml.lookup(obj.root, &["spec", "values", "instance"])?
     } else {
         return None;
     };
     let sync = yaml.lookup(spec, &["sync"])?;
-    let get = |k: &str| yaml.lookup(sync, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
-    let namespace = obj.key.namespace.clone().unwrap_or_else(|| "flux-system".into());
+    let get = |k: &str| {
+        yaml.lookup(sync, &[k])
+            .and_then(|n| yaml.scalar(n))
+            .map(str::to_string)
+    };
+    let namespace = obj
+        .key
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "flux-system".into());
     Some(Sync {
         instance: idx,
         kind: get("kind").unwrap_or_else(|| "GitRepository".into()),
@@ -165,14 +180,26 @@ impl Model<'_> {
         }
         let kind = scalar(&["spec", "chartRef", "kind"])?;
         let name = scalar(&["spec", "chartRef", "name"])?;
-        let namespace = scalar(&["spec", "chartRef", "namespace"]).map(str::to_string).or_else(|| obj.key.namespace.clone());
+        let namespace = scalar(&["spec", "chartRef", "namespace"])
+            .map(str::to_string)
+            .or_else(|| obj.key.namespace.clone());
         let target = self.objects.iter().find(|o| {
-            o.key.kind == kind && o.key.name == name && (namespace.is_none() || o.key.namespace == namespace || o.key.namespace.is_none())
+            o.key.kind == kind
+                && o.key.name == name
+                && (namespace.is_none()
+                    || o.key.namespace == namespace
+                    || o.key.namespace.is_none())
         })?;
         let tyaml = &self.repo.file(target.file).yaml;
-        let tscalar = |keys: &[&str]| tyaml.lookup(target.root, keys).and_then(|n| tyaml.scalar(n));
+        let tscalar = |keys: &[&str]| {
+            tyaml
+                .lookup(target.root, keys)
+                .and_then(|n| tyaml.scalar(n))
+        };
         match kind {
-            "OCIRepository" => tscalar(&["spec", "url"]).and_then(|u| u.trim_end_matches('/').rsplit('/').next()).map(str::to_string),
+            "OCIRepository" => tscalar(&["spec", "url"])
+                .and_then(|u| u.trim_end_matches('/').rsplit('/').next())
+                .map(str::to_string),
             _ => tscalar(&["spec", "chart"]).map(str::to_string),
         }
     }
@@ -181,12 +208,17 @@ impl Model<'_> {
     pub fn is_flux_instance(&self, idx: ObjectIdx) -> bool {
         let obj = self.object(idx);
         obj.is(FLUX_OPERATOR_GROUP, "FluxInstance")
-            || (obj.key.kind == "HelmRelease" && self.helm_chart(idx).as_deref() == Some("flux-instance"))
+            || (obj.key.kind == "HelmRelease"
+                && self.helm_chart(idx).as_deref() == Some("flux-instance"))
     }
 
     /// The source a FluxInstance's sync creates (the root source it owns).
     pub fn instance_source(&self, idx: ObjectIdx) -> Option<SourceRef> {
-        instance_sync(self, idx).map(|s| SourceRef { kind: s.kind, name: s.name, namespace: s.namespace })
+        instance_sync(self, idx).map(|s| SourceRef {
+            kind: s.kind,
+            name: s.name,
+            namespace: s.namespace,
+        })
     }
 }
 
@@ -195,7 +227,13 @@ fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
 }
 
 /// A layer read from a Flux Kustomization object (before its paths are resolved).
-fn layer_from_object(model: &Model, idx: ObjectIdx, key: &ObjectKey, cluster: usize, applied_by: Option<LayerId>) -> Layer {
+fn layer_from_object(
+    model: &Model,
+    idx: ObjectIdx,
+    key: &ObjectKey,
+    cluster: usize,
+    applied_by: Option<LayerId>,
+) -> Layer {
     let obj = model.object(idx);
     let yaml: &YamlFile = &model.repo.file(obj.file).yaml;
     let spec = yaml.lookup(obj.root, &["spec"]);
@@ -207,8 +245,17 @@ fn layer_from_object(model: &Model, idx: ObjectIdx, key: &ObjectKey, cluster: us
             yaml.items(list)
                 .iter()
                 .filter_map(|&item| {
-                    let get = |k: &str| yaml.lookup(item, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
-                    Some(HealthCheck { kind: get("kind")?, name: get("name")?, namespace: get("namespace"), item })
+                    let get = |k: &str| {
+                        yaml.lookup(item, &[k])
+                            .and_then(|n| yaml.scalar(n))
+                            .map(str::to_string)
+                    };
+                    Some(HealthCheck {
+                        kind: get("kind")?,
+                        name: get("name")?,
+                        namespace: get("namespace"),
+                        item,
+                    })
                 })
                 .collect()
         })
@@ -218,15 +265,32 @@ fn layer_from_object(model: &Model, idx: ObjectIdx, key: &ObjectKey, cluster: us
             yaml.items(list)
                 .iter()
                 .filter_map(|&item| {
-                    let get = |k: &str| yaml.lookup(item, &[k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
-                    Some((LayerRef { name: get("name")?, namespace: get("namespace").unwrap_or_else(|| namespace.clone()) }, item))
+                    let get = |k: &str| {
+                        yaml.lookup(item, &[k])
+                            .and_then(|n| yaml.scalar(n))
+                            .map(str::to_string)
+                    };
+                    Some((
+                        LayerRef {
+                            name: get("name")?,
+                            namespace: get("namespace").unwrap_or_else(|| namespace.clone()),
+                        },
+                        item,
+                    ))
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let bool_at = |k: &str| at(&[k]).and_then(|n| yaml.value(n).ok()).and_then(|v| v.as_bool());
+    let bool_at = |k: &str| {
+        at(&[k])
+            .and_then(|n| yaml.value(n).ok())
+            .and_then(|v| v.as_bool())
+    };
     Layer {
-        id: LayerRef { namespace: namespace.clone(), name: key.name.clone() },
+        id: LayerRef {
+            namespace: namespace.clone(),
+            name: key.name.clone(),
+        },
         object: Some(idx),
         created_by_instance: None,
         cluster,
@@ -258,13 +322,20 @@ fn layer_from_object(model: &Model, idx: ObjectIdx, key: &ObjectKey, cluster: us
 /// `prune: true`, no wait.
 fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
     Layer {
-        id: LayerRef { namespace: sync.namespace.clone(), name: sync.name.clone() },
+        id: LayerRef {
+            namespace: sync.namespace.clone(),
+            name: sync.name.clone(),
+        },
         object: None,
         created_by_instance: Some(sync.instance),
         cluster,
         live: true,
         applied_by: None,
-        source: SourceRef { kind: sync.kind.clone(), name: sync.name.clone(), namespace: sync.namespace.clone() },
+        source: SourceRef {
+            kind: sync.kind.clone(),
+            name: sync.name.clone(),
+            namespace: sync.namespace.clone(),
+        },
         source_root: None,
         path: sync.path.clone(),
         variants: Vec::new(),
@@ -289,7 +360,11 @@ fn placeholder_parts(segment: &str) -> Option<(&str, &str, &str)> {
     } else {
         let s = segment.find("__")?;
         let e = segment[s + 2..].find("__")? + s + 4;
-        if e - s <= 4 || !segment[s + 2..e - 2].chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if e - s <= 4
+            || !segment[s + 2..e - 2]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             return None;
         }
         (s, e)
@@ -297,31 +372,43 @@ fn placeholder_parts(segment: &str) -> Option<(&str, &str, &str)> {
     Some((&segment[..start], &segment[start..end], &segment[end..]))
 }
 
+/// Placeholder text and the directory name it matched.
+type Bindings = Vec<(String, String)>;
+
 /// Expand a layer path against existing directories: one (dir, bindings) per match.
-fn expand_path(model: &Model, base: &str, path: &str) -> Result<Vec<(String, Vec<(String, String)>)>, String> {
-    let mut current: Vec<(String, Vec<(String, String)>)> = vec![(base.to_string(), Vec::new())];
+fn expand_path(model: &Model, base: &str, path: &str) -> Result<Vec<(String, Bindings)>, String> {
+    let mut current: Vec<(String, Bindings)> = vec![(base.to_string(), Vec::new())];
     for segment in path.split('/') {
         let mut next = Vec::new();
         for (dir, bindings) in current {
             match segment {
                 "" | "." => next.push((dir, bindings)),
                 ".." => match super::paths::join(&dir, "..") {
-                    Some(parent) if !parent.is_empty() || !dir.is_empty() => next.push((parent, bindings)),
+                    Some(parent) if !parent.is_empty() || !dir.is_empty() => {
+                        next.push((parent, bindings))
+                    }
                     _ => return Err(format!("path `{path}` leaves the source root")),
                 },
                 seg => match placeholder_parts(seg) {
                     Some((prefix, placeholder, suffix)) => {
                         for sub in model.repo.subdirs(&dir) {
                             let name = sub.rsplit('/').next().unwrap_or(sub);
-                            if name.len() > prefix.len() + suffix.len() && name.starts_with(prefix) && name.ends_with(suffix) {
+                            if name.len() > prefix.len() + suffix.len()
+                                && name.starts_with(prefix)
+                                && name.ends_with(suffix)
+                            {
                                 let mut b = bindings.clone();
-                                b.push((placeholder.to_string(), name[prefix.len()..name.len() - suffix.len()].to_string()));
+                                b.push((
+                                    placeholder.to_string(),
+                                    name[prefix.len()..name.len() - suffix.len()].to_string(),
+                                ));
                                 next.push((sub.clone(), b));
                             }
                         }
                     }
                     None => {
-                        let joined = join(&dir, seg).ok_or_else(|| format!("path `{path}` leaves the source root"))?;
+                        let joined = join(&dir, seg)
+                            .ok_or_else(|| format!("path `{path}` leaves the source root"))?;
                         if model.repo.is_dir(&joined) {
                             next.push((joined, bindings));
                         }
@@ -353,7 +440,12 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
             .yaml
             .docs
             .iter()
-            .filter(|d| source.yaml.value(d.root).is_ok_and(|v| v != crate::parse::Value::Null))
+            .filter(|d| {
+                source
+                    .yaml
+                    .value(d.root)
+                    .is_ok_and(|v| v != crate::parse::Value::Null)
+            })
             .count()
             .saturating_sub(model.objects_in(file).len());
         if non_objects > 0 || source.error.is_some() {
@@ -406,7 +498,16 @@ impl Builder<'_, '_> {
         let found = std::iter::once(&String::new())
             .chain(model.repo.dirs.iter())
             .filter(|d| expand_path(model, d, path).is_ok_and(|v| !v.is_empty()))
-            .min_by_key(|d| (if d.is_empty() { 0 } else { d.matches('/').count() + 1 }, (*d).clone()))
+            .min_by_key(|d| {
+                (
+                    if d.is_empty() {
+                        0
+                    } else {
+                        d.matches('/').count() + 1
+                    },
+                    (*d).clone(),
+                )
+            })
             .cloned();
         self.source_roots.insert(key, found.clone());
         found
@@ -416,20 +517,38 @@ impl Builder<'_, '_> {
     fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey)> {
         let layer = self.layers[id].clone();
         let model = self.renderer.model;
-        let file = layer.object.or(layer.created_by_instance).map(|o| model.object(o).file);
-        let file_path = file.map(|f| model.repo.file(f).path.clone()).unwrap_or_default();
-        let line = layer.object.or(layer.created_by_instance).map_or(1, |o| model.object(o).line);
+        let file = layer
+            .object
+            .or(layer.created_by_instance)
+            .map(|o| model.object(o).file);
+        let file_path = file
+            .map(|f| model.repo.file(f).path.clone())
+            .unwrap_or_default();
+        let line = layer
+            .object
+            .or(layer.created_by_instance)
+            .map_or(1, |o| model.object(o).line);
         let Some(root) = self.source_root(layer.cluster, &layer.source, &layer.path) else {
             self.diagnostics.push(
-                Diagnostic::new(Severity::Error, &file_path, format!("{}: spec.path `{}` does not exist in this repository", layer.id, layer.path))
-                    .at(line, 1),
+                Diagnostic::new(
+                    Severity::Error,
+                    &file_path,
+                    format!(
+                        "{}: spec.path `{}` does not exist in this repository",
+                        layer.id, layer.path
+                    ),
+                )
+                .at(line, 1),
             );
             return Vec::new();
         };
         let matches = match expand_path(model, &root, &layer.path) {
             Ok(m) => m,
             Err(e) => {
-                self.diagnostics.push(Diagnostic::new(Severity::Error, &file_path, format!("{}: {e}", layer.id)).at(line, 1));
+                self.diagnostics.push(
+                    Diagnostic::new(Severity::Error, &file_path, format!("{}: {e}", layer.id))
+                        .at(line, 1),
+                );
                 return Vec::new();
             }
         };
@@ -438,7 +557,12 @@ impl Builder<'_, '_> {
                 Diagnostic::new(
                     Severity::Error,
                     &file_path,
-                    format!("{}: spec.path `{}` does not exist (source root {})", layer.id, layer.path, display_dir(&root)),
+                    format!(
+                        "{}: spec.path `{}` does not exist (source root {})",
+                        layer.id,
+                        layer.path,
+                        display_dir(&root)
+                    ),
                 )
                 .at(line, 1),
             );
@@ -455,14 +579,27 @@ impl Builder<'_, '_> {
                 error = self.flux_overlays(&layer, &dir, &mut inventory).err();
             }
             if let Some(e) = &error {
-                self.diagnostics.push(Diagnostic::new(Severity::Error, &file_path, format!("{} ({}): {e}", layer.id, display_dir(&dir))).at(line, 1));
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Error,
+                        &file_path,
+                        format!("{} ({}): {e}", layer.id, display_dir(&dir)),
+                    )
+                    .at(line, 1),
+                );
             }
             for r in &inventory {
                 if is_flux_kustomization(model, r.object) {
                     applied.push((r.object, r.key.clone()));
                 }
             }
-            variants.push(Variant { dir, bindings, generated, inventory, error });
+            variants.push(Variant {
+                dir,
+                bindings,
+                generated,
+                inventory,
+                error,
+            });
         }
         let layer = &mut self.layers[id];
         layer.source_root = Some(root);
@@ -472,14 +609,27 @@ impl Builder<'_, '_> {
 
     /// What Flux layers on top of the build: `spec.components`, then `targetNamespace`,
     /// `namePrefix`, `nameSuffix`.
-    fn flux_overlays(&mut self, layer: &Layer, dir: &str, inventory: &mut Vec<Rendered>) -> Result<(), String> {
+    fn flux_overlays(
+        &mut self,
+        layer: &Layer,
+        dir: &str,
+        inventory: &mut Vec<Rendered>,
+    ) -> Result<(), String> {
         let model = self.renderer.model;
-        let Some(obj) = layer.object.map(|o| model.object(o)) else { return Ok(()) };
+        let Some(obj) = layer.object.map(|o| model.object(o)) else {
+            return Ok(());
+        };
         let yaml = &model.repo.file(obj.file).yaml;
-        let scalar = |k: &str| yaml.lookup(obj.root, &["spec", k]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+        let scalar = |k: &str| {
+            yaml.lookup(obj.root, &["spec", k])
+                .and_then(|n| yaml.scalar(n))
+                .map(str::to_string)
+        };
         if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
             for &item in yaml.items(list) {
-                let Some(text) = yaml.scalar(item) else { continue };
+                let Some(text) = yaml.scalar(item) else {
+                    continue;
+                };
                 let target = match join(dir, text) {
                     Some(p) if model.repo.is_dir(&p) => RefTarget::Dir(p),
                     Some(p) => RefTarget::Missing(p),
@@ -494,14 +644,22 @@ impl Builder<'_, '_> {
                 for r in comp.resources.clone() {
                     inventory.extend(self.renderer.render_ref(&r, &[comp.file])?);
                 }
-                let t = Transform { namespace: comp.namespace.as_deref(), prefix: &comp.name_prefix, suffix: &comp.name_suffix };
+                let t = Transform {
+                    namespace: comp.namespace.as_deref(),
+                    prefix: &comp.name_prefix,
+                    suffix: &comp.name_suffix,
+                };
                 inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
             }
         }
         let target_namespace = scalar("targetNamespace");
         let prefix = scalar("namePrefix").unwrap_or_default();
         let suffix = scalar("nameSuffix").unwrap_or_default();
-        let t = Transform { namespace: target_namespace.as_deref(), prefix: &prefix, suffix: &suffix };
+        let t = Transform {
+            namespace: target_namespace.as_deref(),
+            prefix: &prefix,
+            suffix: &suffix,
+        };
         inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
         check_unique(inventory, model)
     }
@@ -547,8 +705,12 @@ impl Builder<'_, '_> {
 }
 
 pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
-    let flux_ks: Vec<ObjectIdx> = (0..model.objects.len()).filter(|&i| is_flux_kustomization(model, i)).collect();
-    let syncs: Vec<Sync> = (0..model.objects.len()).filter_map(|i| instance_sync(model, i)).collect();
+    let flux_ks: Vec<ObjectIdx> = (0..model.objects.len())
+        .filter(|&i| is_flux_kustomization(model, i))
+        .collect();
+    let syncs: Vec<Sync> = (0..model.objects.len())
+        .filter_map(|i| instance_sync(model, i))
+        .collect();
     let (layers, diagnostics) = {
         let mut b = Builder {
             renderer: Renderer::new(model),
@@ -564,18 +726,33 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
         let named = |idx: ObjectIdx| {
             let key = &model.object(idx).key;
             options.roots.iter().any(|r| match r.split_once('/') {
-                Some((ns, name)) => key.name == name && key.namespace.as_deref().unwrap_or("default") == ns,
+                Some((ns, name)) => {
+                    key.name == name && key.namespace.as_deref().unwrap_or("default") == ns
+                }
                 None => key.name == *r,
             })
         };
         if !options.roots.is_empty() {
             for &idx in flux_ks.iter().filter(|&&i| named(i)) {
-                let mut layer = layer_from_object(model, idx, &model.object(idx).key.clone(), roots.len(), None);
+                let mut layer = layer_from_object(
+                    model,
+                    idx,
+                    &model.object(idx).key.clone(),
+                    roots.len(),
+                    None,
+                );
                 layer.live = true;
                 roots.push(b.add(layer));
             }
             if roots.is_empty() {
-                b.diagnostics.push(Diagnostic::new(Severity::Error, "", format!("no Flux Kustomization matches --root {}", options.roots.join(", "))));
+                b.diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    "",
+                    format!(
+                        "no Flux Kustomization matches --root {}",
+                        options.roots.join(", ")
+                    ),
+                ));
             }
         } else {
             for sync in &syncs {
@@ -583,8 +760,13 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             }
             for &idx in &flux_ks {
                 let key = &model.object(idx).key;
-                let same_as_sync = syncs.iter().any(|s| s.name == key.name && Some(&s.namespace) == key.namespace.as_ref());
-                if key.name == "flux-system" && key.namespace.as_deref() == Some("flux-system") && !same_as_sync {
+                let same_as_sync = syncs
+                    .iter()
+                    .any(|s| s.name == key.name && Some(&s.namespace) == key.namespace.as_ref());
+                if key.name == "flux-system"
+                    && key.namespace.as_deref() == Some("flux-system")
+                    && !same_as_sync
+                {
                     let mut layer = layer_from_object(model, idx, &key.clone(), roots.len(), None);
                     layer.live = true;
                     roots.push(b.add(layer));
@@ -592,7 +774,10 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             }
         }
         let no_roots = roots.is_empty() && options.roots.is_empty();
-        b.root_ids = roots.iter().map(|&r| (b.layers[r].cluster, b.layers[r].id.clone())).collect();
+        b.root_ids = roots
+            .iter()
+            .map(|&r| (b.layers[r].cluster, b.layers[r].id.clone()))
+            .collect();
         b.walk(roots);
         // Flux Kustomizations no root reaches: every one a root of its own when there is no root
         // at all, otherwise unreferenced (modelled, not live).
@@ -641,7 +826,8 @@ fn resolve_dependencies(model: &mut Model) {
                 None if layer.live => {
                     let obj = layer.object.map(|o| model.object(o));
                     let file = obj.map(|o| model.repo.file(o.file));
-                    let (line, col) = file.map_or((1, 1), |f| f.yaml.line_col(f.yaml.node(*item).span.start));
+                    let (line, col) =
+                        file.map_or((1, 1), |f| f.yaml.line_col(f.yaml.node(*item).span.start));
                     diagnostics.push(
                         Diagnostic::new(
                             Severity::Error,
@@ -676,17 +862,26 @@ fn resolve_dependencies(model: &mut Model) {
     for id in 0..model.layers.len() {
         let reachable = reach(id);
         if reachable.contains(&id) {
-            let mut cycle: Vec<LayerId> = reachable.into_iter().filter(|&d| reach(d).contains(&id)).collect();
+            let mut cycle: Vec<LayerId> = reachable
+                .into_iter()
+                .filter(|&d| reach(d).contains(&id))
+                .collect();
             cycle.sort_unstable();
             if reported.insert(cycle.clone()) {
-                let names: Vec<String> = cycle.iter().map(|&i| model.layers[i].id.to_string()).collect();
+                let names: Vec<String> = cycle
+                    .iter()
+                    .map(|&i| model.layers[i].id.to_string())
+                    .collect();
                 let layer = &model.layers[id];
                 let obj = layer.object.map(|o| model.object(o));
                 diagnostics.push(
                     Diagnostic::new(
                         Severity::Error,
                         obj.map_or("", |o| model.repo.file(o.file).path.as_str()),
-                        format!("dependsOn cycle: {} wait on each other and never become ready", names.join(", ")),
+                        format!(
+                            "dependsOn cycle: {} wait on each other and never become ready",
+                            names.join(", ")
+                        ),
                     )
                     .at(obj.map_or(1, |o| o.line), 1),
                 );

@@ -9,27 +9,69 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::FileId;
 use crate::parse::NodeId;
 
-use super::{join, Model, ObjectIdx, ObjectKey};
+use super::{Model, ObjectIdx, ObjectKey, join};
 
 /// File names kustomize recognises as a directory's kustomization, in its order of precedence.
-pub const KUSTOMIZATION_FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub const KUSTOMIZATION_FILE_NAMES: &[&str] =
+    &["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// The kinds kustomize v5.5's built-in schema (Kubernetes v1.21.2, kyaml `openapi.go`) knows as
 /// cluster-scoped, by exact group and versions: its `namespace:` leaves only these alone. Anything
 /// else — custom resources, and kinds or versions newer than that schema — gets a namespace.
 const CLUSTER_SCOPED: &[(&str, &[&str], &[&str])] = &[
-    ("admissionregistration.k8s.io", &["v1", "v1beta1"], &["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]),
-    ("apiextensions.k8s.io", &["v1", "v1beta1"], &["CustomResourceDefinition"]),
-    ("apiregistration.k8s.io", &["v1", "v1beta1"], &["APIService"]),
-    ("certificates.k8s.io", &["v1", "v1beta1"], &["CertificateSigningRequest"]),
-    ("flowcontrol.apiserver.k8s.io", &["v1beta1"], &["FlowSchema", "PriorityLevelConfiguration"]),
+    (
+        "admissionregistration.k8s.io",
+        &["v1", "v1beta1"],
+        &[
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        ],
+    ),
+    (
+        "apiextensions.k8s.io",
+        &["v1", "v1beta1"],
+        &["CustomResourceDefinition"],
+    ),
+    (
+        "apiregistration.k8s.io",
+        &["v1", "v1beta1"],
+        &["APIService"],
+    ),
+    (
+        "certificates.k8s.io",
+        &["v1", "v1beta1"],
+        &["CertificateSigningRequest"],
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        &["v1beta1"],
+        &["FlowSchema", "PriorityLevelConfiguration"],
+    ),
     ("networking.k8s.io", &["v1", "v1beta1"], &["IngressClass"]),
     ("node.k8s.io", &["v1", "v1beta1"], &["RuntimeClass"]),
     ("policy", &["v1beta1"], &["PodSecurityPolicy"]),
-    ("rbac.authorization.k8s.io", &["v1", "v1beta1"], &["ClusterRole", "ClusterRoleBinding"]),
+    (
+        "rbac.authorization.k8s.io",
+        &["v1", "v1beta1"],
+        &["ClusterRole", "ClusterRoleBinding"],
+    ),
     ("scheduling.k8s.io", &["v1", "v1beta1"], &["PriorityClass"]),
-    ("storage.k8s.io", &["v1", "v1beta1"], &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"]),
-    ("", &["v1"], &["ComponentStatus", "Namespace", "Node", "NodeProxyOptions", "PersistentVolume"]),
+    (
+        "storage.k8s.io",
+        &["v1", "v1beta1"],
+        &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"],
+    ),
+    (
+        "",
+        &["v1"],
+        &[
+            "ComponentStatus",
+            "Namespace",
+            "Node",
+            "NodeProxyOptions",
+            "PersistentVolume",
+        ],
+    ),
 ];
 
 /// Kinds whose names `namePrefix`/`nameSuffix` leave alone (measured with kustomize v5.5).
@@ -41,9 +83,9 @@ fn keeps_its_name(key: &ObjectKey) -> bool {
 /// Whether kustomize's `namespace:` transformer sets a namespace on this apiVersion and kind.
 pub fn is_namespaced(api_version: &str, kind: &str) -> bool {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    !CLUSTER_SCOPED
-        .iter()
-        .any(|(g, versions, kinds)| *g == group && versions.contains(&version) && kinds.contains(&kind))
+    !CLUSTER_SCOPED.iter().any(|(g, versions, kinds)| {
+        *g == group && versions.contains(&version) && kinds.contains(&kind)
+    })
 }
 
 /// What a `resources`/`components` entry points at.
@@ -94,7 +136,10 @@ pub struct Rendered {
     pub chain: Vec<FileId>,
 }
 
-pub(super) fn parse_dirs(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> HashMap<String, KustomizeDir> {
+pub(super) fn parse_dirs(
+    model: &Model,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> HashMap<String, KustomizeDir> {
     let repo = model.repo;
     let mut dirs = HashMap::new();
     for dir in &repo.dirs {
@@ -108,19 +153,31 @@ pub(super) fn parse_dirs(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Ha
         let yaml = &source.yaml;
         let Some(doc) = yaml.docs.first() else {
             if source.error.is_none() {
-                diagnostics.push(Diagnostic::new(Severity::Error, &source.path, "kustomization file is empty".into()));
+                diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    &source.path,
+                    "kustomization file is empty".into(),
+                ));
             }
             continue;
         };
         let root = doc.root;
-        let scalar = |key: &str| yaml.lookup(root, &[key]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+        let scalar = |key: &str| {
+            yaml.lookup(root, &[key])
+                .and_then(|n| yaml.scalar(n))
+                .map(str::to_string)
+        };
         let kind = scalar("kind");
         let api = scalar("apiVersion");
         let component = kind.as_deref() == Some("Component");
         let is_kustomize = match (&api, &kind) {
             (Some(a), _) if !a.starts_with("kustomize.config.k8s.io/") => false,
             (_, Some(k)) => k == "Kustomization" || k == "Component",
-            (_, None) => yaml.entry(root, "resources").is_some() || yaml.entry(root, "components").is_some() || api.is_some(),
+            (_, None) => {
+                yaml.entry(root, "resources").is_some()
+                    || yaml.entry(root, "components").is_some()
+                    || api.is_some()
+            }
         };
         if !is_kustomize {
             diagnostics.push(
@@ -139,7 +196,9 @@ pub(super) fn parse_dirs(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Ha
             continue;
         }
         let refs = |field: &str, diagnostics: &mut Vec<Diagnostic>| -> Vec<ResourceRef> {
-            let Some(list) = yaml.lookup(root, &[field]) else { return Vec::new() };
+            let Some(list) = yaml.lookup(root, &[field]) else {
+                return Vec::new();
+            };
             yaml.items(list)
                 .iter()
                 .filter_map(|&item| {
@@ -192,7 +251,9 @@ fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
     if is_remote {
         return RefTarget::Remote(text.to_string());
     }
-    let Some(path) = join(dir, text) else { return RefTarget::OutsideRoot };
+    let Some(path) = join(dir, text) else {
+        return RefTarget::OutsideRoot;
+    };
     if model.repo.is_dir(&path) {
         RefTarget::Dir(path)
     } else if model.repo.is_file(&path) {
@@ -238,16 +299,27 @@ pub struct Renderer<'m, 'r> {
 
 impl<'m, 'r> Renderer<'m, 'r> {
     pub fn new(model: &'m Model<'r>) -> Self {
-        Renderer { model, memo: HashMap::new(), in_progress: HashSet::new(), diagnostics: Vec::new() }
+        Renderer {
+            model,
+            memo: HashMap::new(),
+            in_progress: HashSet::new(),
+            diagnostics: Vec::new(),
+        }
     }
 
     /// Objects of a plain YAML file, as a resource.
     pub fn file_objects(&self, path: &str, chain: &[FileId]) -> Vec<Rendered> {
-        let Some(file) = self.model.repo.file_id(path) else { return Vec::new() };
+        let Some(file) = self.model.repo.file_id(path) else {
+            return Vec::new();
+        };
         self.model
             .objects_in(file)
             .iter()
-            .map(|&object| Rendered { object, key: self.model.objects[object].key.clone(), chain: chain.to_vec() })
+            .map(|&object| Rendered {
+                object,
+                key: self.model.objects[object].key.clone(),
+                chain: chain.to_vec(),
+            })
             .collect()
     }
 
@@ -284,7 +356,11 @@ impl<'m, 'r> Renderer<'m, 'r> {
             let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
                 return Err(format!("component {} has no kustomization file", cdir));
             };
-            let transform = Transform { namespace: comp.namespace.as_deref(), prefix: &comp.name_prefix, suffix: &comp.name_suffix };
+            let transform = Transform {
+                namespace: comp.namespace.as_deref(),
+                prefix: &comp.name_prefix,
+                suffix: &comp.name_suffix,
+            };
             let comp_file = comp.file;
             let comp_refs = comp.resources.clone();
             for r in &comp_refs {
@@ -292,14 +368,22 @@ impl<'m, 'r> Renderer<'m, 'r> {
             }
             out.iter_mut().for_each(|o| transform.apply(&mut o.key));
         }
-        let transform = Transform { namespace: k.namespace.as_deref(), prefix: &k.name_prefix, suffix: &k.name_suffix };
+        let transform = Transform {
+            namespace: k.namespace.as_deref(),
+            prefix: &k.name_prefix,
+            suffix: &k.name_suffix,
+        };
         out.iter_mut().for_each(|o| transform.apply(&mut o.key));
         check_unique(&out, self.model)?;
         Ok(out)
     }
 
     /// Render one resources entry, prefixing `chain` to the chain of what it brings in.
-    pub fn render_ref(&mut self, r: &ResourceRef, chain: &[FileId]) -> Result<Vec<Rendered>, String> {
+    pub fn render_ref(
+        &mut self,
+        r: &ResourceRef,
+        chain: &[FileId],
+    ) -> Result<Vec<Rendered>, String> {
         match &r.target {
             RefTarget::File(path) => Ok(self.file_objects(path, chain)),
             RefTarget::Dir(path) => {
@@ -317,8 +401,12 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 }
             }
             RefTarget::Remote(_) => Ok(Vec::new()),
-            RefTarget::Missing(path) => Err(format!("resource `{}` does not exist ({path})", r.text)),
-            RefTarget::OutsideRoot => Err(format!("resource `{}` leaves the repository root", r.text)),
+            RefTarget::Missing(path) => {
+                Err(format!("resource `{}` does not exist ({path})", r.text))
+            }
+            RefTarget::OutsideRoot => {
+                Err(format!("resource `{}` leaves the repository root", r.text))
+            }
         }
     }
 }

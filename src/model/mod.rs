@@ -8,8 +8,11 @@ mod objects;
 mod paths;
 
 pub use flux::{HealthCheck, Layer, LayerId, LayerRef, SourceRef, Variant};
-pub use kustomize::{is_namespaced, KustomizeDir, RefTarget, Renderer, Rendered, ResourceRef, KUSTOMIZATION_FILE_NAMES};
-pub use objects::{ObjectIdx, ObjectKey, Object};
+pub use kustomize::{
+    KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,
+    is_namespaced,
+};
+pub use objects::{Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};
 
 use std::collections::HashMap;

@@ -58,14 +58,21 @@ impl Object {
     }
 }
 
-pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
+pub(super) fn extract(
+    repo: &Repo,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
     let mut objects = Vec::new();
     let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::new();
     for (file_id, file) in repo.files.iter().enumerate() {
         let yaml = &file.yaml;
         for (doc_idx, doc) in yaml.docs.iter().enumerate() {
             let root = doc.root;
-            let get = |keys: &[&str]| yaml.lookup(root, keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
+            let get = |keys: &[&str]| {
+                yaml.lookup(root, keys)
+                    .and_then(|n| yaml.scalar(n))
+                    .map(str::to_string)
+            };
             let (Some(api_version), Some(kind)) = (get(&["apiVersion"]), get(&["kind"])) else {
                 continue;
             };
@@ -76,8 +83,12 @@ pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Ob
             let name = get(&["metadata", "name"]);
             let Some(name) = name.filter(|n| !n.is_empty()) else {
                 diagnostics.push(
-                    Diagnostic::new(Severity::Warning, &file.path, format!("{kind} has no metadata.name; not an object kustomize can apply"))
-                        .at(line, 1),
+                    Diagnostic::new(
+                        Severity::Warning,
+                        &file.path,
+                        format!("{kind} has no metadata.name; not an object kustomize can apply"),
+                    )
+                    .at(line, 1),
                 );
                 continue;
             };
@@ -89,7 +100,12 @@ pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Ob
                 doc: doc_idx,
                 root,
                 line,
-                key: ObjectKey { api_version, kind, namespace, name },
+                key: ObjectKey {
+                    api_version,
+                    kind,
+                    namespace,
+                    name,
+                },
                 encrypted,
             });
         }

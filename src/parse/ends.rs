@@ -101,10 +101,13 @@ fn plain_end(text: &str, at: usize, value: &str, flow: bool) -> usize {
     let mut blank_lines = 0;
     let mut line = line_end(text, at) + 1;
     while line < text.len() && folded.len() <= value.len() {
-        let content = line + text[line..].len() - text[line..].trim_start_matches([' ', '\t']).len();
+        let content =
+            line + text[line..].len() - text[line..].trim_start_matches([' ', '\t']).len();
         let end = plain_line_end(bytes, content, flow);
         if end == content {
-            if bytes.get(content) == Some(&b'#') || !matches!(bytes.get(content), None | Some(b'\r' | b'\n')) {
+            if bytes.get(content) == Some(&b'#')
+                || !matches!(bytes.get(content), None | Some(b'\r' | b'\n'))
+            {
                 break;
             }
             blank_lines += 1;

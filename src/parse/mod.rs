@@ -57,7 +57,9 @@ pub enum NodeKind {
     },
     /// An alias; `target` is the anchored node it names as defined *at this point* of the file
     /// (anchors may be redefined), `None` when the anchor is unknown.
-    Alias { target: Option<NodeId> },
+    Alias {
+        target: Option<NodeId>,
+    },
 }
 
 /// One YAML node with the byte range of its own text (properties such as `&anchor` excluded).
@@ -224,10 +226,8 @@ impl YamlFile {
         });
         let nodes = builder.nodes;
         let mut docs = builder.docs;
-        if error.is_none() {
-            if let Some(last) = docs.last_mut() {
-                last.region.end = text.len();
-            }
+        if let (None, Some(last)) = (&error, docs.last_mut()) {
+            last.region.end = text.len();
         }
         let file = YamlFile {
             line_ending: LineEnding::detect(text),
@@ -406,11 +406,7 @@ impl Builder<'_> {
         if line.as_bytes()[..line_bytes].is_ascii() {
             return start + col.min(line_bytes);
         }
-        start
-            + line
-                .char_indices()
-                .nth(col)
-                .map_or(line.len(), |(i, _)| i)
+        start + line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
     }
 
     fn in_flow(&self) -> bool {
@@ -423,9 +419,7 @@ impl Builder<'_> {
     /// Where the next node starts its indicators: past the `:` of a mapping value, or the `-` of a
     /// block sequence item (recorded as the node's dash).
     fn prepare_slot(&mut self) -> Option<usize> {
-        let Some(frame) = self.stack.last() else {
-            return None;
-        };
+        let frame = self.stack.last()?;
         match &self.nodes[frame.id].kind {
             NodeKind::Mapping { .. } if frame.pending_key.is_some() => {
                 if let Some(colon) = ends::find_indicator(self.text, self.cursor, b':') {
@@ -468,7 +462,14 @@ impl Builder<'_> {
         id
     }
 
-    fn scalar(&mut self, value: String, style: TScalarStyle, anchor: usize, tag: Option<String>, mark: &Marker) {
+    fn scalar(
+        &mut self,
+        value: String,
+        style: TScalarStyle,
+        anchor: usize,
+        tag: Option<String>,
+        mark: &Marker,
+    ) {
         let dash = self.prepare_slot();
         let at = self.offset(mark);
         let style = match style {
@@ -489,20 +490,36 @@ impl Builder<'_> {
         let at = self.offset(mark);
         let flow = matches!(self.text.as_bytes().get(at), Some(b'[' | b'{'));
         let kind = if mapping {
-            NodeKind::Mapping { entries: Vec::new(), flow }
+            NodeKind::Mapping {
+                entries: Vec::new(),
+                flow,
+            }
         } else {
-            NodeKind::Sequence { items: Vec::new(), flow }
+            NodeKind::Sequence {
+                items: Vec::new(),
+                flow,
+            }
         };
-        let start = if flow { at } else { self.cursor.max(dash.unwrap_or(0)) };
+        let start = if flow {
+            at
+        } else {
+            self.cursor.max(dash.unwrap_or(0))
+        };
         let id = self.add(kind, Span::new(start, start), dash, 0);
         if flow {
             self.cursor = at + 1;
         }
-        self.stack.push(Frame { id, pending_key: None, anchor });
+        self.stack.push(Frame {
+            id,
+            pending_key: None,
+            anchor,
+        });
     }
 
     fn close(&mut self, mark: &Marker) {
-        let Some(frame) = self.stack.pop() else { return };
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
         let at = self.offset(mark);
         let node = &self.nodes[frame.id];
         let (flow, children): (bool, Vec<NodeId>) = match &node.kind {
@@ -520,7 +537,10 @@ impl Builder<'_> {
                 n.dash.unwrap_or(n.span.start)
             });
             let last = children.iter().map(|&c| self.nodes[c].span.end).max();
-            Span::new(first.unwrap_or(node.span.start), last.unwrap_or(node.span.start))
+            Span::new(
+                first.unwrap_or(node.span.start),
+                last.unwrap_or(node.span.start),
+            )
         };
         self.nodes[frame.id].span = span;
         if frame.anchor != 0 {
@@ -559,7 +579,9 @@ impl MarkedEventReceiver for Builder<'_> {
                 }
                 // An explicit `...` ends the region after its line.
                 if self.text[at..].starts_with("...") {
-                    let line_end = self.text[at..].find('\n').map_or(self.text.len(), |i| at + i + 1);
+                    let line_end = self.text[at..]
+                        .find('\n')
+                        .map_or(self.text.len(), |i| at + i + 1);
                     if let Some(doc) = self.docs.last_mut() {
                         doc.region.end = line_end;
                     }

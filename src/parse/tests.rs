@@ -27,7 +27,11 @@ fn assert_spans_reparse(file: &YamlFile) {
         // A span excludes the node's properties, so a `!!str` tag is not in it.
         let tagged = matches!(&node.kind, NodeKind::Scalar { tag: Some(_), .. });
         if tagged {
-            assert_eq!(unquote(got), unquote(expected), "node {id}: slice {slice:?}");
+            assert_eq!(
+                unquote(got),
+                unquote(expected),
+                "node {id}: slice {slice:?}"
+            );
         } else {
             assert_eq!(got, expected, "node {id}: slice {slice:?}");
         }
@@ -91,17 +95,30 @@ fn spans_cover_exactly_the_node_text() {
     assert_eq!(text_of(&["data", "list"]), "- a\n  - &x b\n  -   - nested");
     assert_eq!(text_of(&["data", "empty"]), "[]");
     assert_eq!(text_of(&["data", "folded"]), ">-\n    one\n    two");
-    assert_eq!(text_of(&["data", "multi"]), "plain text\n    continued here");
+    assert_eq!(
+        text_of(&["data", "multi"]),
+        "plain text\n    continued here"
+    );
     assert_eq!(text_of(&["data", "nothing"]), "");
     assert_eq!(text_of(&["data", "tagged"]), "12");
     assert_eq!(text_of(&["data", "seq2"]), "- key: v\n      other: *n");
     let other = file.lookup(root, &["data", "seq2"]).unwrap();
     let item = file.items(other)[0];
-    assert_eq!(file.slice(file.node(file.lookup(item, &["other"]).unwrap()).span), "*n");
-    assert_eq!(file.scalar(file.lookup(item, &["other"]).unwrap()), Some("é-name"));
+    assert_eq!(
+        file.slice(file.node(file.lookup(item, &["other"]).unwrap()).span),
+        "*n"
+    );
+    assert_eq!(
+        file.scalar(file.lookup(item, &["other"]).unwrap()),
+        Some("é-name")
+    );
     // Block sequence items know their dash.
     let list = file.lookup(root, &["data", "list"]).unwrap();
-    let dashes: Vec<_> = file.items(list).iter().map(|&i| file.node(i).dash.map(|d| &file.text[d..d + 2])).collect();
+    let dashes: Vec<_> = file
+        .items(list)
+        .iter()
+        .map(|&i| file.node(i).dash.map(|d| &file.text[d..d + 2]))
+        .collect();
     assert_eq!(dashes, vec![Some("- "); 3]);
     // Regions tile the file; the second starts at its `---`.
     assert_eq!(file.docs[0].region.start, 0);
@@ -118,8 +135,14 @@ fn crlf_bom_and_line_columns() {
     assert!(file.bom);
     assert_eq!(file.line_ending, LineEnding::CrLf);
     let root = file.docs[0].root;
-    assert_eq!(file.slice(file.node(file.lookup(root, &["c"]).unwrap()).span), "|\r\n  ü line\r\n  two");
-    assert_eq!(file.slice(file.node(file.lookup(root, &["b"]).unwrap()).span), "- x\r\n  - \"y\"");
+    assert_eq!(
+        file.slice(file.node(file.lookup(root, &["c"]).unwrap()).span),
+        "|\r\n  ü line\r\n  two"
+    );
+    assert_eq!(
+        file.slice(file.node(file.lookup(root, &["b"]).unwrap()).span),
+        "- x\r\n  - \"y\""
+    );
     let y = file.items(file.lookup(root, &["b"]).unwrap())[1];
     assert_eq!(file.line_col(file.node(y).span.start), (4, 5));
 }
@@ -137,7 +160,9 @@ fn alias_bombs_hit_the_budget_instead_of_memory() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..12 {
         let p = i - 1;
-        text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+        text.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
     }
     let file = parse_ok(&text);
     assert_eq!(file.value(file.docs[0].root), Err(AliasBudgetExceeded));
@@ -169,17 +194,26 @@ enum Gen {
 }
 
 fn gen_tree() -> impl Strategy<Value = Gen> {
-    let word = "[a-zA-Z0-9é☃ ._/-]{1,12}".prop_map(|s| s.trim().to_string()).prop_filter("non-empty", |s| !s.is_empty());
+    let word = "[a-zA-Z0-9é☃ ._/-]{1,12}"
+        .prop_map(|s| s.trim().to_string())
+        .prop_filter("non-empty", |s| !s.is_empty());
     let leaf = prop_oneof![
         word.clone().prop_map(Gen::Scalar),
         "[a-z ü]{1,10}\n[a-z ]{0,10}".prop_map(Gen::Scalar),
     ];
     leaf.prop_recursive(4, 40, 5, move |inner| {
         prop_oneof![
-            prop::collection::vec(("[a-z][a-z0-9-]{0,8}", inner.clone()), 1..5).prop_map(|entries| {
-                let mut seen = std::collections::HashSet::new();
-                Gen::Map(entries.into_iter().filter(|(k, _)| seen.insert(k.clone())).collect())
-            }),
+            prop::collection::vec(("[a-z][a-z0-9-]{0,8}", inner.clone()), 1..5).prop_map(
+                |entries| {
+                    let mut seen = std::collections::HashSet::new();
+                    Gen::Map(
+                        entries
+                            .into_iter()
+                            .filter(|(k, _)| seen.insert(k.clone()))
+                            .collect(),
+                    )
+                }
+            ),
             prop::collection::vec(inner, 1..5).prop_map(Gen::Seq),
         ]
     })
@@ -202,9 +236,11 @@ impl Emitter<'_> {
 
     fn scalar_inline(&mut self, s: &str) -> String {
         let plain_ok = !s.contains('\n')
-            && s.chars().all(|c| c.is_alphanumeric() || " ._/é☃".contains(c))
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || " ._/é☃".contains(c))
             && !s.starts_with(['-', '.', ' '])
-            && !["null", "true", "false", "~", "yes", "no"].contains(&s.to_ascii_lowercase().as_str())
+            && !["null", "true", "false", "~", "yes", "no"]
+                .contains(&s.to_ascii_lowercase().as_str())
             && s.parse::<f64>().is_err();
         match self.pick(3) {
             0 if plain_ok => s.to_string(),
@@ -214,16 +250,31 @@ impl Emitter<'_> {
     }
 
     fn comment(&mut self) -> &'static str {
-        if self.pick(4) == 0 { "  # note: - x" } else { "" }
+        if self.pick(4) == 0 {
+            "  # note: - x"
+        } else {
+            ""
+        }
     }
 
     fn flow(&mut self, g: &Gen) -> String {
         match g {
             Gen::Scalar(s) => self.scalar_inline(s),
-            Gen::Seq(items) => format!("[{}]", items.iter().map(|i| self.flow(i)).collect::<Vec<_>>().join(", ")),
+            Gen::Seq(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|i| self.flow(i))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Gen::Map(entries) => format!(
                 "{{{}}}",
-                entries.iter().map(|(k, v)| format!("{k}: {}", self.flow(v))).collect::<Vec<_>>().join(", ")
+                entries
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", self.flow(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }
@@ -235,7 +286,10 @@ impl Emitter<'_> {
             Gen::Scalar(s) if s.contains('\n') && !s.ends_with('\n') && self.pick(2) == 0 => {
                 let pad = " ".repeat(indent + 2);
                 let body: Vec<_> = s.lines().collect();
-                if body.iter().any(|l| l.trim().is_empty() || l.starts_with(' ') || l.ends_with(' ')) {
+                if body
+                    .iter()
+                    .any(|l| l.trim().is_empty() || l.starts_with(' ') || l.ends_with(' '))
+                {
                     let text = self.scalar_inline(s);
                     self.out.push_str(&format!(" {text}{eol}"));
                     return;
@@ -288,7 +342,10 @@ fn gen_value(g: &Gen) -> Value {
         Gen::Scalar(s) => Value::Str(s.clone(), true),
         Gen::Seq(items) => Value::Seq(items.iter().map(gen_value).collect()),
         Gen::Map(entries) => Value::Map(
-            entries.iter().map(|(k, v)| (Value::Str(k.clone(), false), gen_value(v))).collect(),
+            entries
+                .iter()
+                .map(|(k, v)| (Value::Str(k.clone(), false), gen_value(v)))
+                .collect(),
         ),
     }
 }
@@ -298,7 +355,9 @@ fn unquote(v: Value) -> Value {
     match v {
         Value::Str(s, _) => Value::Str(s, true),
         Value::Seq(items) => Value::Seq(items.into_iter().map(unquote).collect()),
-        Value::Map(entries) => Value::Map(entries.into_iter().map(|(k, v)| (k, unquote(v))).collect()),
+        Value::Map(entries) => {
+            Value::Map(entries.into_iter().map(|(k, v)| (k, unquote(v))).collect())
+        }
         Value::Null => Value::Null,
     }
 }

@@ -61,7 +61,9 @@ pub fn all() -> Vec<Box<dyn Rule>> {
 
 /// The rule with this id (case-insensitive).
 pub fn by_id(id: &str) -> Option<Box<dyn Rule>> {
-    all().into_iter().find(|r| r.meta().id.eq_ignore_ascii_case(id))
+    all()
+        .into_iter()
+        .find(|r| r.meta().id.eq_ignore_ascii_case(id))
 }
 
 /// Run `rules` (all when empty) and return their findings, sorted by file and line.
@@ -74,6 +76,15 @@ pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
     findings.sort_by(|a, b| (&a.file, a.line, a.rule).cmp(&(&b.file, b.line, b.rule)));
     // The same layer file reached from several clusters (roots) is one finding.
     let mut seen = std::collections::HashSet::new();
-    findings.retain(|f| seen.insert((f.rule, f.file.clone(), f.line, f.layer.clone(), f.object.clone(), f.message.clone())));
+    findings.retain(|f| {
+        seen.insert((
+            f.rule,
+            f.file.clone(),
+            f.line,
+            f.layer.clone(),
+            f.object.clone(),
+            f.message.clone(),
+        ))
+    });
     findings
 }
