@@ -13,13 +13,12 @@ use crate::parse::{ParseError, YamlFile};
 /// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Flux source-controller's default exclusions (fluxcd/pkg `sourceignore`: VCS, CI and
-/// extension patterns), applied on top of `.gitignore` and `.sourceignore`.
+/// Flux source-controller's always-applied exclusions (fluxcd/pkg `sourceignore.ExcludeVCS`).
+const FLUX_VCS_IGNORES: &[&str] = &[".git/", ".gitignore", ".gitmodules", ".gitattributes"];
+
+/// Flux's other default exclusions (`ExcludeExt`, `ExcludeCI`, `ExcludeExtra`): dropped by
+/// source-controller as soon as the repository has any `.sourceignore` file.
 const FLUX_DEFAULT_IGNORES: &[&str] = &[
-    ".git/",
-    ".gitignore",
-    ".gitmodules",
-    ".gitattributes",
     "*.jpg",
     "*.jpeg",
     "*.gif",
@@ -100,7 +99,8 @@ impl Repo {
             path: root.to_path_buf(),
             source,
         })?;
-        let defaults = flux_defaults(&root);
+        let vcs = ignore_matcher(&root, FLUX_VCS_IGNORES);
+        let defaults = ignore_matcher(&root, FLUX_DEFAULT_IGNORES);
         let mut repo = Repo {
             root: root.clone(),
             files: Vec::new(),
@@ -121,11 +121,13 @@ impl Repo {
             .filter_entry(move |e| {
                 let is_dir = e.file_type().is_some_and(|t| t.is_dir());
                 !matches!(
-                    defaults.matched_path_or_any_parents(e.path(), is_dir),
+                    vcs.matched_path_or_any_parents(e.path(), is_dir),
                     Match::Ignore(_)
                 )
             })
             .build();
+        let mut has_sourceignore = false;
+        let mut entries: Vec<(String, std::fs::FileType)> = Vec::new();
         for entry in walker {
             let entry = match entry {
                 Ok(e) => e,
@@ -145,6 +147,18 @@ impl Repo {
             let Some(kind) = entry.file_type() else {
                 continue;
             };
+            has_sourceignore |= rel == ".sourceignore" || rel.ends_with("/.sourceignore");
+            entries.push((rel, kind));
+        }
+        for (rel, kind) in entries {
+            let ignored_by_default = !has_sourceignore
+                && matches!(
+                    defaults.matched_path_or_any_parents(root.join(&rel), kind.is_dir()),
+                    Match::Ignore(_)
+                );
+            if ignored_by_default {
+                continue;
+            }
             if kind.is_symlink() {
                 repo.diagnostics.push(Diagnostic::new(
                     Severity::Note,
@@ -303,9 +317,9 @@ pub fn parent_of(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
 }
 
-fn flux_defaults(root: &Path) -> Gitignore {
+fn ignore_matcher(root: &Path, patterns: &[&str]) -> Gitignore {
     let mut builder = GitignoreBuilder::new(root);
-    for pattern in FLUX_DEFAULT_IGNORES {
+    for pattern in patterns {
         builder
             .add_line(None, pattern)
             .expect("built-in ignore patterns are valid");
@@ -373,4 +387,39 @@ fn skip_reason(rel: &str, text: &str, dirs: &BTreeSet<String>, root: &Path) -> O
         return Some("template text ({{ }} or {% %}), not plain YAML".into());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn flux_default_ignores_apply_until_a_sourceignore_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), ".github/workflows/ci.yaml", "on: push\n");
+        write(
+            tmp.path(),
+            "apps/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        );
+        let paths = |repo: &Repo| {
+            repo.files
+                .iter()
+                .map(|f| f.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(paths(&Repo::load(tmp.path()).unwrap()), ["apps/cm.yaml"]);
+        // source-controller keeps only the VCS defaults once any .sourceignore exists.
+        write(tmp.path(), "apps/.sourceignore", "*.txt\n");
+        assert_eq!(
+            paths(&Repo::load(tmp.path()).unwrap()),
+            [".github/workflows/ci.yaml", "apps/cm.yaml"]
+        );
+    }
 }
