@@ -31,7 +31,10 @@ fn repo_with_warning_only() -> TempRepo {
 /// A layout with one note and nothing worse: a remote kustomize resource (never fetched).
 fn repo_with_note_only() -> TempRepo {
     let repo = TempRepo::flux_layout();
-    repo.append("apps/kustomization.yaml", "  - https://github.com/x/y//deploy?ref=v1\n");
+    repo.append(
+        "apps/kustomization.yaml",
+        "  - https://github.com/x/y//deploy?ref=v1\n",
+    );
     repo
 }
 
@@ -40,17 +43,33 @@ fn clean_repository_exits_0() {
     let repo = TempRepo::flux_layout();
     let run = check(&repo, &[]);
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.contains("findings: none; diagnostics: none"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("findings: none; diagnostics: none"),
+        "{}",
+        run.stdout
+    );
     for fail_on in ["note", "warning", "error"] {
-        assert_eq!(check(&repo, &["--fail-on", fail_on]).code, 0, "--fail-on {fail_on}");
+        assert_eq!(
+            check(&repo, &["--fail-on", fail_on]).code,
+            0,
+            "--fail-on {fail_on}"
+        );
     }
 }
 
 #[test]
 fn error_diagnostic_exits_1_at_every_threshold() {
     let repo = TempRepo::flux_layout();
-    repo.append("clusters/prod/infra.yaml", "  dependsOn:\n    - name: does-not-exist\n");
-    for extra in [&[][..], &["--fail-on", "note"], &["--fail-on", "warning"], &["--fail-on", "error"]] {
+    repo.append(
+        "clusters/prod/infra.yaml",
+        "  dependsOn:\n    - name: does-not-exist\n",
+    );
+    for extra in [
+        &[][..],
+        &["--fail-on", "note"],
+        &["--fail-on", "warning"],
+        &["--fail-on", "error"],
+    ] {
         let run = check(&repo, extra);
         assert_eq!(run.code, 1, "check {extra:?}:\n{}", run.stdout);
         assert!(run.stdout.contains("does-not-exist"), "{}", run.stdout);
@@ -60,7 +79,10 @@ fn error_diagnostic_exits_1_at_every_threshold() {
 #[test]
 fn malformed_yaml_exits_1() {
     let repo = TempRepo::flux_layout();
-    repo.write("misc/broken.yaml", "kind: ConfigMap\nmetadata:\n  name: a: b\n");
+    repo.write(
+        "misc/broken.yaml",
+        "kind: ConfigMap\nmetadata:\n  name: a: b\n",
+    );
     let run = check(&repo, &[]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("misc/broken.yaml:3:"), "{}", run.stdout);
@@ -70,7 +92,11 @@ fn malformed_yaml_exits_1() {
 fn warning_fails_by_default_but_not_with_fail_on_error() {
     let repo = repo_with_warning_only();
     let (_, report) = repo.check_json(&[]);
-    assert_eq!(report["summary"]["diagnostics"], serde_json::json!({"warning": 1}), "{report:#}");
+    assert_eq!(
+        report["summary"]["diagnostics"],
+        serde_json::json!({"warning": 1}),
+        "{report:#}"
+    );
     assert_eq!(check(&repo, &[]).code, 1, "default --fail-on is warning");
     assert_eq!(check(&repo, &["--fail-on", "warning"]).code, 1);
     assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
@@ -81,7 +107,11 @@ fn warning_fails_by_default_but_not_with_fail_on_error() {
 fn note_passes_by_default_but_fails_with_fail_on_note() {
     let repo = repo_with_note_only();
     let (_, report) = repo.check_json(&[]);
-    assert_eq!(report["summary"]["diagnostics"], serde_json::json!({"note": 1}), "{report:#}");
+    assert_eq!(
+        report["summary"]["diagnostics"],
+        serde_json::json!({"note": 1}),
+        "{report:#}"
+    );
     assert_eq!(check(&repo, &[]).code, 0);
     assert_eq!(check(&repo, &["--fail-on", "error"]).code, 0);
     assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
@@ -94,8 +124,16 @@ fn missing_path_exits_2() {
     for cmd in ["check", "graph"] {
         let run = fluxmend([OsStr::new(cmd), missing.as_os_str()]);
         assert_eq!(run.code, 2, "{cmd}: {run:?}");
-        assert!(run.stdout.is_empty(), "{cmd} printed a report: {}", run.stdout);
-        assert!(run.stderr.contains("does/not/exist"), "{cmd} stderr: {}", run.stderr);
+        assert!(
+            run.stdout.is_empty(),
+            "{cmd} printed a report: {}",
+            run.stdout
+        );
+        assert!(
+            run.stderr.contains("does/not/exist"),
+            "{cmd} stderr: {}",
+            run.stderr
+        );
     }
 }
 
@@ -123,7 +161,10 @@ fn usage_errors_exit_2() {
     ] {
         let run = fluxmend(&args);
         assert_eq!(run.code, 2, "fluxmend {args:?}: {run:?}");
-        assert!(!run.stderr.is_empty(), "fluxmend {args:?} said nothing on stderr");
+        assert!(
+            !run.stderr.is_empty(),
+            "fluxmend {args:?} said nothing on stderr"
+        );
     }
 }
 
@@ -141,12 +182,20 @@ fn check_json_has_findings_diagnostics_and_summary() {
     let repo = repo_with_warning_only();
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let keys: Vec<&String> = report.as_object().expect("top level is an object").keys().collect();
+    let mut keys: Vec<&String> = report
+        .as_object()
+        .expect("top level is an object")
+        .keys()
+        .collect();
+    keys.sort();
     assert_eq!(keys, ["diagnostics", "findings", "summary"], "{report:#}");
     assert!(report["findings"].is_array());
     let diagnostic = &report["diagnostics"][0];
     for key in ["severity", "file", "line", "column", "message"] {
-        assert!(diagnostic.get(key).is_some(), "diagnostic has no {key}: {diagnostic}");
+        assert!(
+            diagnostic.get(key).is_some(),
+            "diagnostic has no {key}: {diagnostic}"
+        );
     }
     assert_eq!(diagnostic["severity"], "warning");
     assert_eq!(diagnostic["file"], "clusters/old/apps.yaml");
@@ -172,10 +221,17 @@ fn graph_formats_succeed() {
     };
     let text = graph("text");
     assert!(text.contains("flux-system/apps"), "{text}");
-    assert_eq!(text, fluxmend([OsStr::new("graph"), repo.path().as_os_str()]).stdout, "text is the default");
+    assert_eq!(
+        text,
+        fluxmend([OsStr::new("graph"), repo.path().as_os_str()]).stdout,
+        "text is the default"
+    );
 
     let json: serde_json::Value = serde_json::from_str(&graph("json")).expect("graph json parses");
-    assert_eq!(json["layers"].as_array().map(Vec::len), Some(common::LAYOUT_LAYERS as usize));
+    assert_eq!(
+        json["layers"].as_array().map(Vec::len),
+        Some(common::LAYOUT_LAYERS as usize)
+    );
     assert!(json["diagnostics"].is_array());
 
     let dot = graph("dot");
@@ -185,5 +241,8 @@ fn graph_formats_succeed() {
 
     let mermaid = graph("mermaid");
     assert!(mermaid.starts_with("flowchart LR"), "{mermaid}");
-    assert!(mermaid.contains("-.->|waits for|"), "dependsOn edge missing: {mermaid}");
+    assert!(
+        mermaid.contains("-.->|waits for|"),
+        "dependsOn edge missing: {mermaid}"
+    );
 }

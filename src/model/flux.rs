@@ -423,10 +423,19 @@ fn expand_path(model: &Model, base: &str, path: &str) -> Result<Vec<(String, Bin
 
 /// Render what Flux applies from `dir`: its kustomization, or the one Flux generates.
 fn render_layer_dir(renderer: &mut Renderer, dir: &str) -> (bool, Result<Vec<Rendered>, String>) {
-    if renderer.model.kustomize_dirs.contains_key(dir) {
+    if has_kustomization_file(renderer.model, dir) {
+        // Flux generates only when there is no kustomization file; an unusable one fails.
         return (false, renderer.render_dir(dir).as_ref().clone());
     }
     (true, generate(renderer, dir))
+}
+
+/// Whether `dir` holds a file kustomize takes as its kustomization (usable or not).
+fn has_kustomization_file(model: &Model, dir: &str) -> bool {
+    model.kustomize_dirs.contains_key(dir)
+        || super::kustomize::KUSTOMIZATION_FILE_NAMES
+            .iter()
+            .any(|name| join(dir, name).is_some_and(|p| model.repo.is_file(&p)))
 }
 
 /// Flux's generated kustomization: every `.yaml`/`.yml` below `dir`, recursively; a subdirectory
@@ -458,7 +467,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
         out.extend(renderer.file_objects(&source.path, &[]));
     }
     for sub in model.repo.subdirs(dir).to_vec() {
-        if model.kustomize_dirs.contains_key(&sub) {
+        if has_kustomization_file(model, &sub) {
             out.extend(renderer.render_dir(&sub).as_ref().clone()?);
         } else {
             out.extend(generate(renderer, &sub)?);

@@ -174,8 +174,9 @@ pub(super) fn parse_dirs(
             (Some(a), _) if !a.starts_with("kustomize.config.k8s.io/") => false,
             (_, Some(k)) => k == "Kustomization" || k == "Component",
             (_, None) => {
-                yaml.entry(root, "resources").is_some()
-                    || yaml.entry(root, "components").is_some()
+                ["resources", "components", "bases"]
+                    .iter()
+                    .any(|k| yaml.entry(root, k).is_some())
                     || api.is_some()
             }
         };
@@ -339,7 +340,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
 
     fn render_uncached(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
         let Some(k) = self.model.kustomize_dirs.get(dir) else {
-            return Err(format!("{} has no kustomization file", display_dir(dir)));
+            return Err(format!(
+                "{} has no usable kustomization file",
+                display_dir(dir)
+            ));
         };
         let chain = [k.file];
         let mut out = Vec::new();

@@ -103,7 +103,13 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         .iter()
         .map(|&d| model.layer(d).id.clone())
         .collect();
-    let masked = variant.inventory.len().saturating_sub(1);
+    // Objects whose health the instance's failure would hide behind the layer's red status:
+    // everything with `wait: true`, only the other health-checked objects otherwise.
+    let masked = variant
+        .inventory
+        .iter()
+        .filter(|o| o.object != r.object && layer.gates(&o.key))
+        .count();
     let source = model.instance_source(r.object);
     let reads_own_source = source.as_ref().is_some_and(|s| {
         *s == layer.source
@@ -154,7 +160,19 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         ". A failing instance {blocks} and masks the health of {masked} other object{}",
         if masked == 1 { "" } else { "s" }
     ));
-    let (file, line) = entry_location(model, variant, r);
+    let (file, line) = match naming_health_checks(model, layer, r).first() {
+        // With `wait: false` the gate is the healthChecks entry itself.
+        Some(hc) if !layer.wait => {
+            let f = model
+                .repo
+                .file(model.object(layer.object.expect("checked")).file);
+            (
+                f.path.clone(),
+                f.yaml.line_of(f.yaml.node(hc.item).span.start),
+            )
+        }
+        _ => entry_location(model, r),
+    };
     Finding {
         rule: META.id,
         severity,
@@ -171,12 +189,11 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
 }
 
 /// The `resources` entry that put the object in the layer, or the document itself.
-fn entry_location(model: &Model, variant: &Variant, r: &Rendered) -> (String, usize) {
+fn entry_location(model: &Model, r: &Rendered) -> (String, usize) {
     if let Some((file, item)) = bringing_entry(model, r, 0) {
         let f = model.repo.file(file);
         return (f.path.clone(), f.yaml.line_of(f.yaml.node(item).span.start));
     }
-    let _ = variant;
     let obj = model.object(r.object);
     (model.repo.file(obj.file).path.clone(), obj.line)
 }

@@ -42,17 +42,29 @@ pub fn fixture_trees(with_after: bool) -> Vec<FixtureTree> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     cases.sort();
-    let stages: &[&'static str] = if with_after { &["before", "after"] } else { &["before"] };
+    let stages: &[&'static str] = if with_after {
+        &["before", "after"]
+    } else {
+        &["before"]
+    };
     let mut trees = Vec::new();
     for case in cases {
         for &stage in stages {
             let root = fixtures.join(&case).join(stage);
             if root.is_dir() {
-                trees.push(FixtureTree { case: case.clone(), stage, root });
+                trees.push(FixtureTree {
+                    case: case.clone(),
+                    stage,
+                    root,
+                });
             }
         }
     }
-    assert!(!trees.is_empty(), "no fixture trees under {}", fixtures.display());
+    assert!(
+        !trees.is_empty(),
+        "no fixture trees under {}",
+        fixtures.display()
+    );
     trees
 }
 
@@ -68,7 +80,10 @@ impl Run {
     /// stdout parsed as JSON (panics with the output when it is not).
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
         })
     }
 
@@ -104,7 +119,10 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_os_string()).collect();
+    let args: Vec<_> = args
+        .into_iter()
+        .map(|a| a.as_ref().to_os_string())
+        .collect();
     let mut child = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
         .args(&args)
         .stdin(Stdio::null())
@@ -269,7 +287,9 @@ pub struct TempRepo {
 
 impl TempRepo {
     pub fn empty() -> Self {
-        TempRepo { dir: tempfile::tempdir().expect("temp dir") }
+        TempRepo {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     /// A small valid `flux bootstrap` layout:
@@ -282,7 +302,10 @@ impl TempRepo {
     pub fn flux_layout() -> Self {
         let repo = TempRepo::empty();
         repo.write("clusters/prod/flux-system/gotk-sync.yaml", GOTK_SYNC)
-            .write("clusters/prod/flux-system/kustomization.yaml", FLUX_SYSTEM_KUSTOMIZATION)
+            .write(
+                "clusters/prod/flux-system/kustomization.yaml",
+                FLUX_SYSTEM_KUSTOMIZATION,
+            )
             .write("clusters/prod/apps.yaml", APPS_LAYER)
             .write("clusters/prod/infra.yaml", INFRA_LAYER)
             .write("apps/kustomization.yaml", APPS_KUSTOMIZATION)
@@ -333,7 +356,12 @@ impl TempRepo {
 
     /// `fluxmend graph PATH --format json`; asserts success.
     pub fn graph_json(&self) -> Value {
-        let run = fluxmend([OsStr::new("graph"), self.path().as_os_str(), OsStr::new("--format"), OsStr::new("json")]);
+        let run = fluxmend([
+            OsStr::new("graph"),
+            self.path().as_os_str(),
+            OsStr::new("--format"),
+            OsStr::new("json"),
+        ]);
         assert_eq!(run.code, 0, "graph failed:\n{}\n{}", run.stdout, run.stderr);
         run.json()
     }
@@ -379,7 +407,10 @@ pub fn layer<'a>(graph: &'a Value, namespace: &str, name: &str) -> &'a Value {
 /// variant rendered without error.
 pub fn inventory(layer: &Value) -> Vec<(String, String, String)> {
     let variant = &layer["variants"][0];
-    assert!(variant["error"].is_null(), "variant has an error: {variant:#}");
+    assert!(
+        variant["error"].is_null(),
+        "variant has an error: {variant:#}"
+    );
     variant["objects"]
         .as_array()
         .expect("objects")
@@ -400,7 +431,11 @@ pub fn inventory(layer: &Value) -> Vec<(String, String, String)> {
 /// `extra_infra`.
 pub fn assert_layout_analysed(graph: &Value, extra_apps: usize, extra_infra: usize) {
     for name in ["flux-system", "apps", "infra"] {
-        assert_eq!(layer(graph, "flux-system", name)["live"], true, "layer {name} is not live");
+        assert_eq!(
+            layer(graph, "flux-system", name)["live"],
+            true,
+            "layer {name} is not live"
+        );
     }
     let root = inventory(layer(graph, "flux-system", "flux-system"));
     for name in ["flux-system", "apps", "infra"] {
@@ -411,8 +446,14 @@ pub fn assert_layout_analysed(graph: &Value, extra_apps: usize, extra_infra: usi
     }
     let apps = inventory(layer(graph, "flux-system", "apps"));
     assert_eq!(apps.len(), 3 + extra_apps, "apps inventory: {apps:?}");
-    assert!(apps.contains(&("Deployment".into(), "demo".into(), "web".into())), "{apps:?}");
+    assert!(
+        apps.contains(&("Deployment".into(), "demo".into(), "web".into())),
+        "{apps:?}"
+    );
     let infra = inventory(layer(graph, "flux-system", "infra"));
     assert_eq!(infra.len(), 1 + extra_infra, "infra inventory: {infra:?}");
-    assert!(infra.contains(&("Namespace".into(), String::new(), "infra".into())), "{infra:?}");
+    assert!(
+        infra.contains(&("Namespace".into(), String::new(), "infra".into())),
+        "{infra:?}"
+    );
 }
