@@ -22,15 +22,20 @@ fn main() -> ExitCode {
     let mut seed: u64 = 1;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next().ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         let parsed: Result<(), String> = match arg.as_str() {
             "--out" => value("--out").map(|v| out = Some(PathBuf::from(v))),
             "--files" => value("--files").and_then(|v| {
-                v.replace('_', "").parse().map(|n| files = Some(n)).map_err(|e| format!("--files: {e}"))
+                v.replace('_', "")
+                    .parse()
+                    .map(|n| files = Some(n))
+                    .map_err(|e| format!("--files: {e}"))
             }),
-            "--seed" => value("--seed").and_then(|v| v.parse().map(|s| seed = s).map_err(|e| format!("--seed: {e}"))),
+            "--seed" => value("--seed").and_then(|v| {
+                v.parse()
+                    .map(|s| seed = s)
+                    .map_err(|e| format!("--seed: {e}"))
+            }),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -61,9 +66,18 @@ fn main() -> ExitCode {
                 stats.clusters,
                 stats.apps
             );
-            println!("  FluxInstance in a wait:true layer (FM001): {}", stats.fm001_clusters.join(", "));
-            println!("  CI runners in the wait:true apps layer (FM002): {}", stats.fm002_clusters.join(", "));
-            println!("  apps folder without kustomization.yaml: {}", stats.generated_clusters.join(", "));
+            println!(
+                "  FluxInstance in a wait:true layer (FM001): {}",
+                stats.fm001_clusters.join(", ")
+            );
+            println!(
+                "  CI runners in the wait:true apps layer (FM002): {}",
+                stats.fm002_clusters.join(", ")
+            );
+            println!(
+                "  apps folder without kustomization.yaml: {}",
+                stats.generated_clusters.join(", ")
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -88,22 +88,86 @@ const CLUSTER_FILES: usize = 7;
 
 const ENVS: &[&str] = &["prod", "staging", "dev", "qa", "edge"];
 const REGIONS: &[&str] = &[
-    "eu-west", "eu-central", "us-east", "us-west", "ap-south", "ap-northeast", "sa-east", "ca-central",
+    "eu-west",
+    "eu-central",
+    "us-east",
+    "us-west",
+    "ap-south",
+    "ap-northeast",
+    "sa-east",
+    "ca-central",
 ];
 const WORDS: &[&str] = &[
-    "billing", "checkout", "catalog", "search", "ledger", "orders", "payments", "identity", "notify",
-    "reports", "inventory", "pricing", "shipping", "profile", "media", "gateway", "audit", "metrics",
-    "export", "import", "scheduler", "tenant", "quota", "review", "session", "webhook",
+    "billing",
+    "checkout",
+    "catalog",
+    "search",
+    "ledger",
+    "orders",
+    "payments",
+    "identity",
+    "notify",
+    "reports",
+    "inventory",
+    "pricing",
+    "shipping",
+    "profile",
+    "media",
+    "gateway",
+    "audit",
+    "metrics",
+    "export",
+    "import",
+    "scheduler",
+    "tenant",
+    "quota",
+    "review",
+    "session",
+    "webhook",
 ];
-const ROLES: &[&str] = &["api", "worker", "web", "sync", "cron", "proxy", "store", "ui"];
-const TEAMS: &[&str] = &["payments", "platform", "growth", "core", "data", "storefront", "risk"];
+const ROLES: &[&str] = &[
+    "api", "worker", "web", "sync", "cron", "proxy", "store", "ui",
+];
+const TEAMS: &[&str] = &[
+    "payments",
+    "platform",
+    "growth",
+    "core",
+    "data",
+    "storefront",
+    "risk",
+];
 
 /// Shared infrastructure controllers: (name, namespace, chart repo, chart, version).
 const CONTROLLERS: &[(&str, &str, &str, &str, &str)] = &[
-    ("cert-manager", "cert-manager", "https://charts.jetstack.io", "cert-manager", "v1.18.2"),
-    ("ingress-nginx", "ingress-nginx", "https://kubernetes.github.io/ingress-nginx", "ingress-nginx", "4.13.0"),
-    ("external-secrets", "external-secrets", "https://charts.external-secrets.io", "external-secrets", "0.18.2"),
-    ("metrics-server", "monitoring", "https://kubernetes-sigs.github.io/metrics-server", "metrics-server", "3.12.2"),
+    (
+        "cert-manager",
+        "cert-manager",
+        "https://charts.jetstack.io",
+        "cert-manager",
+        "v1.18.2",
+    ),
+    (
+        "ingress-nginx",
+        "ingress-nginx",
+        "https://kubernetes.github.io/ingress-nginx",
+        "ingress-nginx",
+        "4.13.0",
+    ),
+    (
+        "external-secrets",
+        "external-secrets",
+        "https://charts.external-secrets.io",
+        "external-secrets",
+        "0.18.2",
+    ),
+    (
+        "metrics-server",
+        "monitoring",
+        "https://kubernetes-sigs.github.io/metrics-server",
+        "metrics-server",
+        "3.12.2",
+    ),
     (
         "kube-prometheus-stack",
         "monitoring-stack",
@@ -111,7 +175,13 @@ const CONTROLLERS: &[(&str, &str, &str, &str, &str)] = &[
         "kube-prometheus-stack",
         "75.15.1",
     ),
-    ("flux-operator", "flux-system", "oci://ghcr.io/controlplaneio-fluxcd/charts", "flux-operator", "0.27.0"),
+    (
+        "flux-operator",
+        "flux-system",
+        "oci://ghcr.io/controlplaneio-fluxcd/charts",
+        "flux-operator",
+        "0.27.0",
+    ),
 ];
 
 struct App {
@@ -151,11 +221,9 @@ struct Writer {
 impl Writer {
     fn write(&mut self, rel: &str, text: &str) -> io::Result<()> {
         let path = self.root.join(rel);
-        if let Some(parent) = path.parent() {
-            if !self.dirs.contains(parent) {
-                fs::create_dir_all(parent)?;
-                self.dirs.insert(parent.to_path_buf());
-            }
+        if let Some(parent) = path.parent().filter(|p| !self.dirs.contains(*p)) {
+            fs::create_dir_all(parent)?;
+            self.dirs.insert(parent.to_path_buf());
         }
         fs::write(&path, text)?;
         self.stats.files += 1;
@@ -183,7 +251,10 @@ fn prepare(out: &Path) -> io::Result<()> {
         }
     }
     fs::create_dir_all(out)?;
-    fs::write(out.join(MARKER), "fluxmend fleet generator output; safe to delete\n")
+    fs::write(
+        out.join(MARKER),
+        "fluxmend fleet generator output; safe to delete\n",
+    )
 }
 
 /// Write a fleet of about `files` YAML files to `out`.
@@ -203,7 +274,14 @@ pub fn generate(out: &Path, files: usize, seed: u64) -> io::Result<FleetStats> {
         let fm002 = rng.one_in(20) || i == 2;
         let generated = rng.one_in(20) || i == 3;
         let name_prefix = rng.one_in(2);
-        clusters.push(Cluster { name, fm001, fm002, generated, name_prefix, apps: Vec::new() });
+        clusters.push(Cluster {
+            name,
+            fm001,
+            fm002,
+            generated,
+            name_prefix,
+            apps: Vec::new(),
+        });
     }
     let infra_files = CONTROLLERS.len() * 3 + 4 + 3; // controller bases + aggregate + configs + runner base
     let special_files: usize = clusters.iter().map(|c| if c.fm001 { 2 } else { 0 }).sum();
@@ -283,7 +361,8 @@ fn write_infrastructure(w: &mut Writer) -> io::Result<()> {
         let _ = writeln!(aggregate, "  - {name}");
         let dir = format!("infrastructure/controllers/{name}");
         let has_namespace = namespace != "flux-system";
-        let mut k = String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n");
+        let mut k =
+            String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n");
         let _ = writeln!(k, "namespace: {namespace}\nresources:");
         if has_namespace {
             k.push_str("  - namespace.yaml\n");
@@ -301,7 +380,11 @@ fn write_infrastructure(w: &mut Writer) -> io::Result<()> {
         }
         k.push_str("  - release.yaml\n");
         w.write(&format!("{dir}/kustomization.yaml"), &k)?;
-        let repo_type = if url.starts_with("oci://") { "\n  type: oci" } else { "" };
+        let repo_type = if url.starts_with("oci://") {
+            "\n  type: oci"
+        } else {
+            ""
+        };
         let release = format!(
             "# {name}: installed on every cluster from the shared base.\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: {name}\nspec:\n  interval: 24h{repo_type}\n  url: {url}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\nspec:\n  interval: 30m\n  releaseName: {name}\n  chart:\n    spec:\n      chart: {chart}\n      version: \"{version}\"\n      sourceRef:\n        kind: HelmRepository\n        name: {name}\n  install:\n    crds: CreateReplace\n    remediation:\n      retries: 3\n  upgrade:\n    crds: CreateReplace\n  values:\n    replicaCount: 2\n    # keep the controllers off spot nodes\n    nodeSelector:\n      node.kubernetes.io/lifecycle: on-demand\n"
         );
@@ -314,8 +397,14 @@ fn write_infrastructure(w: &mut Writer) -> io::Result<()> {
     )?;
     let mut issuers = String::new();
     for (name, server) in [
-        ("letsencrypt-staging", "https://acme-staging-v02.api.letsencrypt.org/directory"),
-        ("letsencrypt", "https://acme-v02.api.letsencrypt.org/directory"),
+        (
+            "letsencrypt-staging",
+            "https://acme-staging-v02.api.letsencrypt.org/directory",
+        ),
+        (
+            "letsencrypt",
+            "https://acme-v02.api.letsencrypt.org/directory",
+        ),
     ] {
         let _ = write!(
             issuers,
@@ -494,12 +583,21 @@ spec:
     let service = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  selector:\n    app.kubernetes.io/name: {name}\n  ports:\n    - name: http\n      port: 80\n      targetPort: http\n"
     );
-    let mut config = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n");
+    let mut config =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-config\ndata:\n");
     for i in 0..app.config_keys {
-        let _ = writeln!(config, "  {}_{i}: \"{}\"", WORDS[i % WORDS.len()].to_uppercase(), i * app.port);
+        let _ = writeln!(
+            config,
+            "  {}_{i}: \"{}\"",
+            WORDS[i % WORDS.len()].to_uppercase(),
+            i * app.port
+        );
     }
     if app.combined {
-        w.write(&format!("{dir}/service.yaml"), &format!("---\n{service}---\n# settings read at start-up\n{config}"))?;
+        w.write(
+            &format!("{dir}/service.yaml"),
+            &format!("---\n{service}---\n# settings read at start-up\n{config}"),
+        )?;
     } else {
         w.write(&format!("{dir}/service.yaml"), &service)?;
         w.write(&format!("{dir}/configmap.yaml"), &config)?;
@@ -518,7 +616,10 @@ spec:
 fn write_cluster(w: &mut Writer, c: &Cluster, apps: &[App], seed: u64) -> io::Result<()> {
     let name = &c.name;
     let base = format!("clusters/{name}");
-    w.write(&format!("{base}/flux-system/gotk-components.yaml"), GOTK_COMPONENTS)?;
+    w.write(
+        &format!("{base}/flux-system/gotk-components.yaml"),
+        GOTK_COMPONENTS,
+    )?;
     let url = format!("https://git.example.com/fleet-{seed}/gitops.git");
     w.write(
         &format!("{base}/flux-system/gotk-sync.yaml"),
@@ -580,9 +681,15 @@ fn write_cluster(w: &mut Writer, c: &Cluster, apps: &[App], seed: u64) -> io::Re
             )?;
         }
     } else {
-        let mut k = format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {namespace}\n");
+        let mut k = format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {namespace}\n"
+        );
         if c.name_prefix {
-            let _ = writeln!(k, "namePrefix: c{}-", name.rsplit('-').next().unwrap_or(name));
+            let _ = writeln!(
+                k,
+                "namePrefix: c{}-",
+                name.rsplit('-').next().unwrap_or(name)
+            );
         }
         k.push_str("resources:\n  - namespace.yaml\n");
         for app in names {

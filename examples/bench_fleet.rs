@@ -1,0 +1,536 @@
+//! Benchmark `fluxmend check` on generated Flux fleets against the floor of walking, reading and
+//! parsing the same YAML.
+//!
+//! ```text
+//! cargo run --release --example bench_fleet -- [--sizes 1000,10000,100000] [--dir /tmp/fleet]
+//!                                             [--seed S] [--runs 3] [--timeout SECS]
+//! ```
+//!
+//! For each size the fleet is generated under `DIR/<size>` (see `examples/fleet/mod.rs`), then
+//! every phase runs `--runs` times, each in a child process (this example re-executed with the
+//! hidden `--phase NAME --dir D`), so that the peak RSS (`VmHWM`) belongs to that phase alone.
+//! Times are medians; peak RSS is the largest seen.
+//!
+//! * `floor`: single-threaded walkdir + read + yaml-rust2 event parse of every `.yaml`/`.yml`
+//!   file with a receiver that does nothing: no analysis can be faster than this.
+//! * `check`: `Repo::load` + `Model::build` + `rules::run`, what `fluxmend check` does before it
+//!   prints (the child also reports the three stages separately).
+//! * `fix`: what `fluxmend fix` does without `--write`: `check`, then `verify::plan` (every fix
+//!   re-verified against a re-modelled copy of the repository) and the unified diff.
+
+#[path = "fleet/mod.rs"]
+mod fleet;
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::Marker;
+
+const USAGE: &str = "usage: bench_fleet [--sizes 1000,10000,100000] [--dir /tmp/fleet] [--seed S] [--runs N] [--timeout SECS]";
+
+/// Phases a child can run.
+const PHASES: &[&str] = &["floor", "check", "fix"];
+
+/// After a first run slower than this, a phase is not repeated (keeps 100k runs bounded).
+const REPEAT_LIMIT: Duration = Duration::from_secs(60);
+
+struct Options {
+    sizes: Vec<usize>,
+    dir: PathBuf,
+    seed: u64,
+    runs: usize,
+    timeout: Duration,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--phase") {
+        return child(&args, i);
+    }
+    let options = match parse_options(&args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("bench_fleet: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_fleet: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_options(args: &[String]) -> Result<Option<Options>, String> {
+    let mut options = Options {
+        sizes: vec![1_000, 10_000, 100_000],
+        dir: PathBuf::from("/tmp/fleet"),
+        seed: 1,
+        runs: 3,
+        timeout: Duration::from_secs(300),
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--sizes" => {
+                options.sizes = value("--sizes")?
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .replace('_', "")
+                            .parse::<usize>()
+                            .map_err(|e| format!("--sizes: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--dir" => options.dir = PathBuf::from(value("--dir")?),
+            "--seed" => {
+                options.seed = value("--seed")?
+                    .parse()
+                    .map_err(|e| format!("--seed: {e}"))?
+            }
+            "--runs" => {
+                options.runs = value("--runs")?
+                    .parse()
+                    .map_err(|e| format!("--runs: {e}"))?
+            }
+            "--timeout" => {
+                options.timeout = Duration::from_secs(
+                    value("--timeout")?
+                        .parse()
+                        .map_err(|e| format!("--timeout: {e}"))?,
+                );
+            }
+            "-h" | "--help" => return Ok(None),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    options.runs = options.runs.max(1);
+    Ok(Some(options))
+}
+
+/// One child run: its own wall time and peak RSS, plus whatever counters the phase reports.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    fields: Vec<(String, String)>,
+}
+
+impl Sample {
+    fn parse(line: &str) -> Sample {
+        let fields = line
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Sample { fields }
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn num(&self, key: &str) -> f64 {
+        self.get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// The runs of one phase.
+struct Measured {
+    samples: Vec<Sample>,
+    timed_out: bool,
+}
+
+impl Measured {
+    fn median(&self, key: &str) -> f64 {
+        let mut v: Vec<f64> = self
+            .samples
+            .iter()
+            .map(|s| s.num(key))
+            .filter(|x| !x.is_nan())
+            .collect();
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    fn max(&self, key: &str) -> f64 {
+        self.samples
+            .iter()
+            .map(|s| s.num(key))
+            .filter(|x| !x.is_nan())
+            .fold(f64::NAN, f64::max)
+    }
+
+    fn num_first(&self, key: &str) -> f64 {
+        self.samples
+            .first()
+            .map_or(f64::NAN, |sample| sample.num(key))
+    }
+
+    fn first(&self, key: &str) -> String {
+        self.samples
+            .first()
+            .and_then(|s| s.get(key))
+            .unwrap_or("?")
+            .to_string()
+    }
+}
+
+struct Row {
+    size: usize,
+    stats: fleet::FleetStats,
+    gen_s: f64,
+    floor: Measured,
+    check: Measured,
+    fix: Measured,
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let mut rows = Vec::new();
+    for &size in &options.sizes {
+        let dir = options.dir.join(size.to_string());
+        let start = Instant::now();
+        let stats = fleet::generate(&dir, size, options.seed)
+            .map_err(|e| format!("generating {}: {e}", dir.display()))?;
+        let gen_s = start.elapsed().as_secs_f64();
+        eprintln!(
+            "[{size}] generated {} files, {:.1} MB, {} clusters, {} apps in {gen_s:.1}s ({})",
+            stats.files,
+            stats.yaml_bytes as f64 / 1e6,
+            stats.clusters,
+            stats.apps,
+            dir.display()
+        );
+        let mut measured = Vec::new();
+        for phase in PHASES {
+            let m = measure(&exe, phase, &dir, options)?;
+            eprintln!(
+                "[{size}] {phase}: median {:.1} ms over {} run(s){}",
+                m.median("ms"),
+                m.samples.len(),
+                if m.timed_out {
+                    " (a run timed out)"
+                } else {
+                    ""
+                }
+            );
+            measured.push(m);
+        }
+        let fix = measured.pop().expect("three phases");
+        let check = measured.pop().expect("three phases");
+        let floor = measured.pop().expect("three phases");
+        rows.push(Row {
+            size,
+            stats,
+            gen_s,
+            floor,
+            check,
+            fix,
+        });
+    }
+    print_report(&rows, options);
+    Ok(())
+}
+
+fn measure(exe: &Path, phase: &str, dir: &Path, options: &Options) -> Result<Measured, String> {
+    let mut out = Measured {
+        samples: Vec::new(),
+        timed_out: false,
+    };
+    for i in 0..options.runs {
+        let start = Instant::now();
+        match run_child(exe, phase, dir, options.timeout)? {
+            Some(sample) => out.samples.push(sample),
+            None => {
+                out.timed_out = true;
+                break;
+            }
+        }
+        if i == 0 && start.elapsed() > REPEAT_LIMIT {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Run one phase in a child process; `None` when it ran past the timeout (it is then killed).
+fn run_child(
+    exe: &Path,
+    phase: &str,
+    dir: &Path,
+    timeout: Duration,
+) -> Result<Option<Sample>, String> {
+    let mut child = Command::new(exe)
+        .args(["--phase", phase, "--dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(status) => break status,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                return Ok(None);
+            }
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!(
+            "phase {phase} on {} failed ({status}): {text}",
+            dir.display()
+        ));
+    }
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("RESULT "))
+        .ok_or_else(|| format!("phase {phase} printed no RESULT line: {text}"))?;
+    Ok(Some(Sample::parse(line)))
+}
+
+fn print_report(rows: &[Row], options: &Options) {
+    let mb = |b: f64| b / 1e6;
+    println!();
+    println!(
+        "fluxmend bench_fleet — seed {}, {} run(s) per phase (median time, max peak RSS), each phase in its own process",
+        options.seed, options.runs
+    );
+    println!();
+    println!(
+        "| files | YAML MB | floor ms | check ms | check/floor | files/s (check) | ms per 1k files | floor RSS MB | check RSS MB | check RSS / YAML bytes |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let floor = r.floor.median("ms");
+        let check = r.check.median("ms");
+        let bytes = r.stats.yaml_bytes as f64;
+        let floor_rss = r.floor.max("hwm_kb") * 1024.0;
+        let check_rss = r.check.max("hwm_kb") * 1024.0;
+        let mark = |m: &Measured| if m.timed_out { " (timeout)" } else { "" };
+        println!(
+            "| {} | {:.1} | {:.0}{} | {:.0}{} | {:.1}× | {:.0} | {:.1} | {:.0} | {:.0} | {:.1}× |",
+            r.stats.files,
+            mb(bytes),
+            floor,
+            mark(&r.floor),
+            check,
+            mark(&r.check),
+            check / floor,
+            r.stats.files as f64 / (check / 1e3),
+            check / (r.stats.files as f64 / 1e3),
+            mb(floor_rss),
+            mb(check_rss),
+            check_rss / bytes,
+        );
+    }
+    println!();
+    println!("check stages (median ms) and what the model saw:");
+    println!();
+    println!(
+        "| files | gen s | load | model | rules | objects | layers (live) | findings | diagnostics | YAML events (floor) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {:.1} | {:.0} | {:.0} | {:.1} | {} | {} ({}) | {} | {} | {} |",
+            r.size,
+            r.gen_s,
+            r.check.median("load_ms"),
+            r.check.median("model_ms"),
+            r.check.median("rules_ms"),
+            r.check.first("objects"),
+            r.check.first("layers"),
+            r.check.first("live"),
+            r.check.first("findings"),
+            r.check.first("diagnostics"),
+            r.floor.first("events"),
+        );
+    }
+    println!();
+    println!("fix (dry run: check + verify::plan + unified diff; nothing written):");
+    println!();
+    println!(
+        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff ms | fixes planned | fixes kept | changed files | diff KB |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let fix = r.fix.median("ms");
+        let rss = r.fix.max("hwm_kb") * 1024.0;
+        println!(
+            "| {} | {:.0}{} | {:.1}× | {:.0} | {:.1}× | {:.0} | {:.1} | {} | {} | {} | {:.1} |",
+            r.stats.files,
+            fix,
+            if r.fix.timed_out { " (timeout)" } else { "" },
+            fix / r.floor.median("ms"),
+            rss / 1e6,
+            rss / r.stats.yaml_bytes as f64,
+            r.fix.median("verify_ms"),
+            r.fix.median("diff_ms"),
+            r.fix.first("fixes"),
+            r.fix.first("kept"),
+            r.fix.first("changed_files"),
+            r.fix.num_first("diff_bytes") / 1e3,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child side
+
+fn child(args: &[String], i: usize) -> ExitCode {
+    let phase = args.get(i + 1).map(String::as_str).unwrap_or_default();
+    let dir = args
+        .iter()
+        .position(|a| a == "--dir")
+        .and_then(|j| args.get(j + 1))
+        .map(PathBuf::from);
+    let Some(dir) = dir else {
+        eprintln!("bench_fleet: --phase needs --dir");
+        return ExitCode::from(2);
+    };
+    let start = Instant::now();
+    let fields = match phase {
+        "floor" => floor(&dir),
+        "check" => check(&dir, false),
+        "fix" => check(&dir, true),
+        other => Err(format!("unknown phase `{other}`")),
+    };
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    match fields {
+        Ok(fields) => {
+            println!("RESULT ms={ms:.3} hwm_kb={} {fields}", peak_rss_kb());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench_fleet: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Peak resident set size of this process (`VmHWM`), in kB.
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Counts events, so the parse cannot be optimised away; otherwise does nothing.
+struct Sink {
+    events: u64,
+}
+
+impl MarkedEventReceiver for Sink {
+    fn on_event(&mut self, _ev: Event, _mark: Marker) {
+        self.events += 1;
+    }
+}
+
+fn floor(dir: &Path) -> Result<String, String> {
+    let mut sink = Sink { events: 0 };
+    let (mut files, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name().to_string_lossy();
+        if !entry.file_type().is_file() || !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        files += 1;
+        bytes += text.len() as u64;
+        if Parser::new_from_str(&text).load(&mut sink, true).is_err() {
+            errors += 1;
+        }
+    }
+    Ok(format!(
+        "files={files} bytes={bytes} events={} parse_errors={errors}",
+        sink.events
+    ))
+}
+
+fn check(dir: &Path, fix: bool) -> Result<String, String> {
+    use fluxmend::load::Repo;
+    use fluxmend::model::{Model, ModelOptions};
+
+    let options = ModelOptions::default();
+    let t0 = Instant::now();
+    let repo = Repo::load(dir).map_err(|e| e.to_string())?;
+    let t1 = Instant::now();
+    let model = Model::build(&repo, &options);
+    let t2 = Instant::now();
+    let findings = fluxmend::rules::run(&model, &[]);
+    let t3 = Instant::now();
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    let mut fields = format!(
+        "load_ms={:.3} model_ms={:.3} rules_ms={:.3} files={} objects={} layers={} live={} findings={} fixes={} diagnostics={}",
+        ms(t0, t1),
+        ms(t1, t2),
+        ms(t2, t3),
+        repo.files.len(),
+        model.objects.len(),
+        model.layers.len(),
+        model.live_layers().count(),
+        findings.len(),
+        findings.iter().filter(|f| f.fix.is_some()).count(),
+        repo.diagnostics.len() + model.diagnostics.len(),
+    );
+    if fix {
+        let t4 = Instant::now();
+        let plan = fluxmend::verify::plan(&repo, &model, &options, findings);
+        let t5 = Instant::now();
+        let diff = fluxmend::emit::apply::unified_diff(&plan.files, "");
+        let t6 = Instant::now();
+        fields.push_str(&format!(
+            " verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={}",
+            ms(t4, t5),
+            ms(t5, t6),
+            plan.findings.iter().filter(|f| f.fix.is_some()).count(),
+            plan.files.len(),
+            diff.len()
+        ));
+        std::mem::forget(plan);
+        std::mem::forget(diff);
+    } else {
+        std::mem::forget(findings);
+    }
+    // Freeing the model is not part of the measured work (and would blur the stage timings).
+    std::mem::forget(model);
+    std::mem::forget(repo);
+    Ok(fields)
+}
