@@ -66,17 +66,17 @@ fn main() -> ExitCode {
                 stats.clusters,
                 stats.apps
             );
-            println!(
-                "  FluxInstance in a wait:true layer (FM001): {}",
-                stats.fm001_clusters.join(", ")
+            list(
+                "FluxInstance in a wait:true layer (FM001)",
+                &stats.fm001_clusters,
             );
-            println!(
-                "  CI runners in the wait:true apps layer (FM002): {}",
-                stats.fm002_clusters.join(", ")
+            list(
+                "CI runners in the wait:true apps layer (FM002)",
+                &stats.fm002_clusters,
             );
-            println!(
-                "  apps folder without kustomization.yaml: {}",
-                stats.generated_clusters.join(", ")
+            list(
+                "apps folder without kustomization.yaml",
+                &stats.generated_clusters,
             );
             ExitCode::SUCCESS
         }
@@ -85,4 +85,19 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// One line per special layout: how many clusters, and the first few.
+fn list(what: &str, clusters: &[String]) {
+    let shown: Vec<&str> = clusters.iter().take(5).map(String::as_str).collect();
+    let more = if clusters.len() > shown.len() {
+        ", …"
+    } else {
+        ""
+    };
+    println!(
+        "  {what}: {} cluster(s): {}{more}",
+        clusters.len(),
+        shown.join(", ")
+    );
 }

@@ -42,24 +42,24 @@ impl Summary {
     }
 }
 
+/// One finding as the JSON contract documents it.
+fn finding_json(f: &Finding) -> serde_json::Value {
+    json!({
+        "rule": f.rule,
+        "severity": f.severity,
+        "message": f.message,
+        "file": f.file,
+        "line": f.line,
+        "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
+        "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
+        "blocked_layers": f.blocked_layers,
+        "masked_objects": f.masked_objects,
+    })
+}
+
 /// `check --format json`.
 pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
-    let findings: Vec<_> = findings
-        .iter()
-        .map(|f| {
-            json!({
-                "rule": f.rule,
-                "severity": f.severity,
-                "message": f.message,
-                "file": f.file,
-                "line": f.line,
-                "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
-                "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
-                "blocked_layers": f.blocked_layers,
-                "masked_objects": f.masked_objects,
-            })
-        })
-        .collect();
+    let findings: Vec<_> = findings.iter().map(finding_json).collect();
     let out = json!({"findings": findings, "diagnostics": diagnostics, "summary": summary});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
@@ -359,17 +359,14 @@ pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String 
         .findings
         .iter()
         .map(|f| {
-            json!({
-                "rule": f.rule,
-                "severity": f.severity,
-                "message": f.message,
-                "file": f.file,
-                "line": f.line,
-                "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
-                "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
-                "fix": f.fix.as_ref().map(|x| json!({"description": x.description, "tradeoff": x.tradeoff})),
-                "no_fix_reason": f.no_fix_reason,
-            })
+            let mut v = finding_json(f);
+            v["fix"] = json!(
+                f.fix
+                    .as_ref()
+                    .map(|x| json!({"description": x.description, "tradeoff": x.tradeoff}))
+            );
+            v["no_fix_reason"] = json!(f.no_fix_reason);
+            v
         })
         .collect();
     let files: Vec<_> = plan
