@@ -209,7 +209,7 @@ impl Measured {
         self.samples
             .first()
             .and_then(|s| s.get(key))
-            .unwrap_or("?")
+            .unwrap_or("–")
             .to_string()
     }
 }
@@ -343,15 +343,26 @@ fn run_child(
     Ok(Some(Sample::parse(line)))
 }
 
+/// A number with `prec` decimals, `–` when unknown.
+fn num(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        "–".to_string()
+    } else {
+        format!("{x:.prec$}")
+    }
+}
+
+/// A ratio, `>` when the numerator is a timeout's lower bound, `–` when unknown.
+fn ratio(x: f64, bound: bool) -> String {
+    match (x.is_nan(), bound) {
+        (true, _) => "–".to_string(),
+        (false, true) => format!(">{x:.1}×"),
+        (false, false) => format!("{x:.1}×"),
+    }
+}
+
 fn print_report(rows: &[Row], options: &Options) {
-    let mb = |b: f64| b / 1e6;
-    let ratio = |x: f64| {
-        if x.is_nan() {
-            "–".to_string()
-        } else {
-            format!("{x:.1}×")
-        }
-    };
+    let mb = |bytes: f64| num(bytes / 1e6, 0);
     println!();
     println!(
         "fluxmend bench_fleet — seed {}, up to {} run(s) per phase (median time, max peak RSS), each phase in its own process, timeout {} s",
@@ -361,43 +372,47 @@ fn print_report(rows: &[Row], options: &Options) {
     );
     println!();
     println!(
-        "| files | YAML MB | floor ms | check ms | check/floor | files/s (check) | ms per 1k files | floor RSS MB | check RSS MB | check RSS / YAML bytes |"
+        "| files | YAML MB | floor ms | check ms | check/floor | files/s (check) | ms per 1k files (check) | floor RSS MB | check RSS MB | check RSS / YAML bytes |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let floor = r.floor.median("ms");
         let check = r.check.ms_bound();
+        let bound = r.check.samples.is_empty();
+        let files = r.stats.files as f64;
         let bytes = r.stats.yaml_bytes as f64;
         let check_rss = r.check.max("hwm_kb") * 1024.0;
         println!(
-            "| {} | {:.1} | {} | {} | {} | {:.0} | {:.1} | {:.0} | {:.0} | {} |",
+            "| {} | {:.1} | {} | {} | {} | {}{} | {}{} | {} | {} | {} |",
             r.stats.files,
-            mb(bytes),
+            bytes / 1e6,
             r.floor.ms_text(),
             r.check.ms_text(),
-            ratio(check / floor),
-            r.stats.files as f64 / (check / 1e3),
-            check / (r.stats.files as f64 / 1e3),
+            ratio(check / floor, bound),
+            if bound { "<" } else { "" },
+            num(files / (check / 1e3), 0),
+            if bound { ">" } else { "" },
+            num(check / (files / 1e3), 1),
             mb(r.floor.max("hwm_kb") * 1024.0),
             mb(check_rss),
-            ratio(check_rss / bytes),
+            ratio(check_rss / bytes, false),
         );
     }
     println!();
     println!("check stages (median ms), peak RSS after load, and what the model saw:");
     println!();
     println!(
-        "| files | gen s | load | model | rules | RSS after load MB | objects | layers (live) | findings | diagnostics | runs | YAML events (floor) |"
+        "| files | gen s | load | model | rules | RSS after load MB | objects | layers (live) | findings | diagnostics | check runs | YAML events (floor) |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {:.1} | {:.0} | {:.0} | {:.1} | {:.0} | {} | {} ({}) | {} | {} | {} | {} |",
+            "| {} | {:.1} | {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {} |",
             r.stats.files,
             r.gen_s,
-            r.check.median("load_ms"),
-            r.check.median("model_ms"),
-            r.check.median("rules_ms"),
+            num(r.check.median("load_ms"), 0),
+            num(r.check.median("model_ms"), 0),
+            num(r.check.median("rules_ms"), 1),
             mb(r.check.max("load_hwm_kb") * 1024.0),
             r.check.first("objects"),
             r.check.first("layers"),
@@ -412,24 +427,28 @@ fn print_report(rows: &[Row], options: &Options) {
     println!("fix (dry run: check + verify::plan + unified diff; nothing written):");
     println!();
     println!(
-        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff ms | fixes planned | fixes kept | changed files | diff KB |"
+        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff ms | fixes planned | fixes kept | changed files | diff KB | fix runs |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let rss = r.fix.max("hwm_kb") * 1024.0;
         println!(
-            "| {} | {} | {} | {:.0} | {} | {:.0} | {:.1} | {} | {} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.stats.files,
             r.fix.ms_text(),
-            ratio(r.fix.ms_bound() / r.floor.median("ms")),
-            rss / 1e6,
-            ratio(rss / r.stats.yaml_bytes as f64),
-            r.fix.median("verify_ms"),
-            r.fix.median("diff_ms"),
+            ratio(
+                r.fix.ms_bound() / r.floor.median("ms"),
+                r.fix.samples.is_empty()
+            ),
+            mb(rss),
+            ratio(rss / r.stats.yaml_bytes as f64, false),
+            num(r.fix.median("verify_ms"), 0),
+            num(r.fix.median("diff_ms"), 1),
             r.fix.first("fixes"),
             r.fix.first("kept"),
             r.fix.first("changed_files"),
-            r.fix.num_first("diff_bytes") / 1e3,
+            num(r.fix.num_first("diff_bytes") / 1e3, 1),
+            r.fix.samples.len(),
         );
     }
 }

@@ -10,6 +10,7 @@
 #[path = "fleet/mod.rs"]
 mod fleet;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -57,8 +58,9 @@ fn main() -> ExitCode {
     let start = Instant::now();
     match fleet::generate(&out, files, seed) {
         Ok(stats) => {
-            println!(
-                "wrote {} YAML files ({:.1} MB) to {} in {:.2}s: {} clusters, {} apps",
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let mut report = format!(
+                "wrote {} YAML files ({:.1} MB) to {} in {:.2}s: {} clusters, {} apps\n",
                 stats.files,
                 stats.yaml_bytes as f64 / 1e6,
                 out.display(),
@@ -67,17 +69,21 @@ fn main() -> ExitCode {
                 stats.apps
             );
             list(
+                &mut report,
                 "FluxInstance in a wait:true layer (FM001)",
                 &stats.fm001_clusters,
             );
             list(
+                &mut report,
                 "CI runners in the wait:true apps layer (FM002)",
                 &stats.fm002_clusters,
             );
             list(
+                &mut report,
                 "apps folder without kustomization.yaml",
                 &stats.generated_clusters,
             );
+            let _ = std::io::stdout().write_all(report.as_bytes());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -88,16 +94,16 @@ fn main() -> ExitCode {
 }
 
 /// One line per special layout: how many clusters, and the first few.
-fn list(what: &str, clusters: &[String]) {
+fn list(report: &mut String, what: &str, clusters: &[String]) {
     let shown: Vec<&str> = clusters.iter().take(5).map(String::as_str).collect();
     let more = if clusters.len() > shown.len() {
         ", …"
     } else {
         ""
     };
-    println!(
-        "  {what}: {} cluster(s): {}{more}",
+    report.push_str(&format!(
+        "  {what}: {} cluster(s): {}{more}\n",
         clusters.len(),
         shown.join(", ")
-    );
+    ));
 }
