@@ -674,6 +674,9 @@ impl Builder<'_, '_> {
     }
 
     fn add(&mut self, layer: Layer) -> LayerId {
+        if let Some(obj) = layer.object {
+            self.reached.insert(obj);
+        }
         let key = (layer.cluster, layer.id.clone(), layer.object);
         if let Some(&existing) = self.known.get(&key) {
             return existing;
@@ -764,40 +767,51 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
                 ));
             }
         } else {
+            // Each FluxInstance's sync is the root of one cluster; walk those first, so that a
+            // bootstrap Kustomization they apply (a migration to the operator) is the same root.
             for sync in &syncs {
-                roots.push(b.add(layer_from_sync(sync, roots.len())));
+                let root = b.add(layer_from_sync(sync, roots.len()));
+                roots.push(root);
+                b.root_ids
+                    .insert((b.layers[root].cluster, b.layers[root].id.clone()));
+                b.walk(vec![root]);
             }
             for &idx in &flux_ks {
-                let key = &model.object(idx).key;
-                let same_as_sync = syncs
-                    .iter()
-                    .any(|s| s.name == key.name && Some(&s.namespace) == key.namespace.as_ref());
-                if key.name == "flux-system"
-                    && key.namespace.as_deref() == Some("flux-system")
-                    && !same_as_sync
-                {
-                    let mut layer = layer_from_object(model, idx, &key.clone(), roots.len(), None);
-                    layer.live = true;
-                    roots.push(b.add(layer));
+                let key = model.object(idx).key.clone();
+                let bootstrap =
+                    key.name == "flux-system" && key.namespace.as_deref() == Some("flux-system");
+                if !bootstrap || b.reached.contains(&idx) {
+                    continue;
                 }
+                let mut layer = layer_from_object(model, idx, &key, roots.len(), None);
+                layer.live = true;
+                let root = b.add(layer);
+                roots.push(root);
+                b.root_ids
+                    .insert((b.layers[root].cluster, b.layers[root].id.clone()));
+                b.walk(vec![root]);
             }
         }
         let no_roots = roots.is_empty() && options.roots.is_empty();
-        b.root_ids = roots
-            .iter()
-            .map(|&r| (b.layers[r].cluster, b.layers[r].id.clone()))
-            .collect();
-        b.walk(roots);
-        // Flux Kustomizations no root reaches: every one a root of its own when there is no root
-        // at all, otherwise unreferenced (modelled, not live).
-        let mut reached: HashSet<ObjectIdx> = b.layers.iter().filter_map(|l| l.object).collect();
-        reached.extend(b.reached.iter().copied());
+        if !options.roots.is_empty() {
+            b.root_ids = roots
+                .iter()
+                .map(|&r| (b.layers[r].cluster, b.layers[r].id.clone()))
+                .collect();
+            b.walk(roots.clone());
+        }
+        // Flux Kustomizations no root reaches: with no root at all, every one is a root (one
+        // shared cluster); otherwise each is unreferenced (modelled in a cluster of its own, not
+        // live).
+        let mut next_cluster = roots.len();
         for &idx in &flux_ks {
-            if reached.contains(&idx) {
+            if b.reached.contains(&idx) {
                 continue;
             }
             let obj = model.object(idx);
-            let mut layer = layer_from_object(model, idx, &obj.key.clone(), 0, None);
+            let cluster = if no_roots { 0 } else { next_cluster };
+            next_cluster += 1;
+            let mut layer = layer_from_object(model, idx, &obj.key.clone(), cluster, None);
             layer.live = no_roots;
             if !no_roots {
                 b.diagnostics.push(
@@ -856,46 +870,78 @@ fn resolve_dependencies(model: &mut Model) {
     for (layer, ids) in model.layers.iter_mut().zip(resolved) {
         layer.depends_on_ids = ids;
     }
-    // Cycles: a layer that (transitively) depends on itself never becomes ready.
-    let reach = |from: LayerId| -> HashSet<LayerId> {
-        let mut seen = HashSet::new();
-        let mut stack = model.layers[from].depends_on_ids.clone();
-        while let Some(l) = stack.pop() {
-            if seen.insert(l) {
-                stack.extend(model.layers[l].depends_on_ids.iter().copied());
-            }
+    // Cycles: the layers of a strongly connected component wait on each other forever.
+    for mut cycle in dependency_cycles(&model.layers) {
+        cycle.sort_unstable();
+        let names: Vec<String> = cycle
+            .iter()
+            .map(|&i| model.layers[i].id.to_string())
+            .collect();
+        let layer = &model.layers[cycle[0]];
+        let obj = layer.object.map(|o| model.object(o));
+        diagnostics.push(
+            Diagnostic::new(
+                Severity::Error,
+                obj.map_or("", |o| model.repo.file(o.file).path.as_str()),
+                format!(
+                    "dependsOn cycle: {} wait on each other and never become ready",
+                    names.join(", ")
+                ),
+            )
+            .at(obj.map_or(1, |o| o.line), 1),
+        );
+    }
+    model.diagnostics.extend(diagnostics);
+}
+
+/// The `dependsOn` cycles: strongly connected components with more than one layer, or a layer
+/// that depends on itself (Tarjan's algorithm, iterative: linear in layers and edges).
+fn dependency_cycles(layers: &[Layer]) -> Vec<Vec<LayerId>> {
+    const UNSEEN: usize = usize::MAX;
+    let n = layers.len();
+    let (mut index, mut low, mut on_stack) = (vec![UNSEEN; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut cycles, mut next) = (Vec::new(), Vec::new(), 0);
+    for start in 0..n {
+        if index[start] != UNSEEN {
+            continue;
         }
-        seen
-    };
-    let mut reported = HashSet::new();
-    for id in 0..model.layers.len() {
-        let reachable = reach(id);
-        if reachable.contains(&id) {
-            let mut cycle: Vec<LayerId> = reachable
-                .into_iter()
-                .filter(|&d| reach(d).contains(&id))
-                .collect();
-            cycle.sort_unstable();
-            if reported.insert(cycle.clone()) {
-                let names: Vec<String> = cycle
-                    .iter()
-                    .map(|&i| model.layers[i].id.to_string())
-                    .collect();
-                let layer = &model.layers[id];
-                let obj = layer.object.map(|o| model.object(o));
-                diagnostics.push(
-                    Diagnostic::new(
-                        Severity::Error,
-                        obj.map_or("", |o| model.repo.file(o.file).path.as_str()),
-                        format!(
-                            "dependsOn cycle: {} wait on each other and never become ready",
-                            names.join(", ")
-                        ),
-                    )
-                    .at(obj.map_or(1, |o| o.line), 1),
-                );
+        // (node, position in its edge list)
+        let mut work = vec![(start, 0)];
+        while let Some(&mut (v, ref mut edge)) = work.last_mut() {
+            if *edge == 0 && index[v] == UNSEEN {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = layers[v].depends_on_ids.get(*edge) {
+                *edge += 1;
+                if index[w] == UNSEEN {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 || layers[v].depends_on_ids.contains(&v) {
+                    cycles.push(component);
+                }
             }
         }
     }
-    model.diagnostics.extend(diagnostics);
+    cycles
 }

@@ -40,6 +40,8 @@ pub struct Model<'r> {
     /// kustomize directories by directory path.
     pub kustomize_dirs: HashMap<String, KustomizeDir>,
     pub layers: Vec<Layer>,
+    /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
+    dependents_of: Vec<Vec<LayerId>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -54,12 +56,19 @@ impl<'r> Model<'r> {
             objects_by_file,
             kustomize_dirs: HashMap::new(),
             layers: Vec::new(),
+            dependents_of: Vec::new(),
             diagnostics,
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
+        model.dependents_of = vec![Vec::new(); model.layers.len()];
+        for (id, layer) in model.layers.iter().enumerate() {
+            for &dep in &layer.depends_on_ids {
+                model.dependents_of[dep].push(id);
+            }
+        }
         model
     }
 
@@ -81,31 +90,33 @@ impl<'r> Model<'r> {
         self.layers.iter().enumerate().filter(|(_, l)| l.live)
     }
 
-    /// Layers that list `id` in `dependsOn`, directly or transitively (each once, in order).
+    /// Layers that list `id` in `dependsOn`, directly or transitively: what a failure of `id`
+    /// leaves `DependencyNotReady`.
     pub fn dependents(&self, id: LayerId) -> Vec<LayerId> {
-        let mut out: Vec<LayerId> = Vec::new();
-        let mut frontier = vec![id];
-        while let Some(current) = frontier.pop() {
-            for (other, layer) in self.layers.iter().enumerate() {
-                if layer.depends_on_ids.contains(&current) && other != id && !out.contains(&other) {
-                    out.push(other);
-                    frontier.push(other);
-                }
-            }
-        }
-        out.sort_unstable();
-        out
+        self.reach(id, |l| &self.dependents_of[l])
     }
 
     /// Layers `id` depends on, directly or transitively.
     pub fn dependencies(&self, id: LayerId) -> Vec<LayerId> {
-        let mut out: Vec<LayerId> = Vec::new();
+        self.reach(id, |l| &self.layers[l].depends_on_ids)
+    }
+
+    /// Every layer reachable from `id` along `edges` (`id` itself excluded), sorted.
+    fn reach<'a>(
+        &'a self,
+        id: LayerId,
+        edges: impl Fn(LayerId) -> &'a Vec<LayerId>,
+    ) -> Vec<LayerId> {
+        let mut seen = vec![false; self.layers.len()];
+        seen[id] = true;
+        let mut out = Vec::new();
         let mut frontier = vec![id];
         while let Some(current) = frontier.pop() {
-            for &dep in &self.layers[current].depends_on_ids {
-                if dep != id && !out.contains(&dep) {
-                    out.push(dep);
-                    frontier.push(dep);
+            for &next in edges(current) {
+                if !seen[next] {
+                    seen[next] = true;
+                    out.push(next);
+                    frontier.push(next);
                 }
             }
         }

@@ -1,0 +1,131 @@
+//! The model on a fleet repository: one root per cluster, bootstrap and FluxInstance roots side
+//! by side, and dependencies resolved inside each cluster only.
+
+use fluxmend::load::Repo;
+use fluxmend::model::{Model, ModelOptions};
+
+fn write(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
+    let deps = depends_on.map_or(String::new(), |d| {
+        format!("  dependsOn:\n    - name: {d}\n")
+    });
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  path: {path}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n{deps}"
+    )
+}
+
+#[test]
+fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for cluster in ["a", "b", "c"] {
+        let dir = format!("clusters/{cluster}");
+        if cluster == "c" {
+            // Cluster c is run by the Flux Operator.
+            write(
+                root,
+                &format!("{dir}/flux-instance.yaml"),
+                "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/c\n",
+            );
+        } else {
+            write(
+                root,
+                &format!("{dir}/flux-system/gotk-sync.yaml"),
+                &format!(
+                    "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
+                    layer("flux-system", &format!("./{dir}"), None)
+                ),
+            );
+        }
+        write(
+            root,
+            &format!("{dir}/infra.yaml"),
+            &layer("infra", "./infra", None),
+        );
+        write(
+            root,
+            &format!("{dir}/apps.yaml"),
+            &layer("apps", "./apps", Some("infra")),
+        );
+    }
+    write(
+        root,
+        "infra/ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n",
+    );
+    write(
+        root,
+        "apps/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
+    );
+
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    assert_eq!(
+        model.diagnostics,
+        vec![],
+        "a clean fleet has no diagnostics"
+    );
+    assert!(
+        model.layers.iter().all(|l| l.live),
+        "every layer is reached from its cluster's root"
+    );
+    let clusters: std::collections::BTreeSet<_> = model.layers.iter().map(|l| l.cluster).collect();
+    assert_eq!(clusters.len(), 3);
+    for (id, l) in model.layers.iter().enumerate() {
+        if l.id.name == "apps" {
+            let deps = model.dependencies(id);
+            assert_eq!(deps.len(), 1, "apps waits for its own cluster's infra only");
+            assert_eq!(model.layer(deps[0]).cluster, l.cluster);
+            assert_eq!(model.dependents(deps[0]), vec![id]);
+        }
+    }
+}
+
+#[test]
+fn dependency_cycles_are_reported_once_per_cycle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(
+        root,
+        "clusters/a/flux-system/gotk-sync.yaml",
+        &layer("flux-system", "./clusters/a", None),
+    );
+    write(root, "clusters/a/x.yaml", &layer("x", "./w", Some("y")));
+    write(root, "clusters/a/y.yaml", &layer("y", "./w", Some("z")));
+    write(root, "clusters/a/z.yaml", &layer("z", "./w", Some("x")));
+    write(
+        root,
+        "clusters/a/self.yaml",
+        &layer("self", "./w", Some("self")),
+    );
+    write(
+        root,
+        "w/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n  namespace: default\n",
+    );
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    let cycles: Vec<_> = model
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with("dependsOn cycle"))
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(cycles.len(), 2, "{cycles:?}");
+    assert!(
+        cycles
+            .iter()
+            .any(|m| m.contains("flux-system/x, flux-system/y, flux-system/z")),
+        "{cycles:?}"
+    );
+    assert!(
+        cycles.iter().any(|m| m.contains("flux-system/self wait")),
+        "{cycles:?}"
+    );
+}
