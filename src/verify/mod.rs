@@ -3,7 +3,7 @@
 //! rendered before to be rendered after, as often and with identical content, and the finding to
 //! be gone (convergence). A fix that fails a gate is dropped; its finding stays, with the reason.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::Repo;
@@ -51,13 +51,43 @@ fn rendered_multiset(
     out
 }
 
-/// Check one changeset; `Err` says which gate failed and why.
+/// The (cluster, name) of every layer defined in a changed file, named by a finding, or new.
+fn touched_layers(
+    model: &Model,
+    after: &Model,
+    files: &[FileChange],
+    findings: &[&Finding],
+) -> Vec<(usize, String)> {
+    let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let in_changed_file = |m: &Model, l: &crate::model::Layer| {
+        l.object
+            .is_some_and(|o| changed.contains(m.repo.file(m.object(o).file).path.as_str()))
+    };
+    let before_ids: HashSet<(usize, &crate::model::LayerRef)> =
+        model.layers.iter().map(|l| (l.cluster, &l.id)).collect();
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for l in &model.layers {
+        if in_changed_file(model, l) || findings.iter().any(|f| f.layer == l.id) {
+            out.push((l.cluster, l.id.name.clone()));
+        }
+    }
+    for l in &after.layers {
+        if in_changed_file(after, l) || !before_ids.contains(&(l.cluster, &l.id)) {
+            out.push((l.cluster, l.id.name.clone()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Check one changeset meant to fix `findings`; `Err` says which gate failed and why.
 fn check(
     repo: &Repo,
     model: &Model,
     options: &ModelOptions,
     files: &[FileChange],
-    finding: Option<&Finding>,
+    findings: &[&Finding],
 ) -> Result<(), String> {
     // YAML gate: every changed file parses completely.
     for f in files {
@@ -74,25 +104,7 @@ fn check(
     // Render gate: the same objects, with the same content, before and after.
     let after_repo = repo.with_changes(&apply::as_overlay(files));
     let after = Model::build(&after_repo, options);
-    let touched: Vec<(usize, String)> = model
-        .layers
-        .iter()
-        .chain(after.layers.iter())
-        .filter(|l| {
-            l.object.is_some_and(|o| {
-                let path = &model.repo.file(model.object(o).file).path;
-                files.iter().any(|f| &f.path == path)
-            }) || finding.is_some_and(|f| l.id == f.layer)
-        })
-        .map(|l| (l.cluster, l.id.name.clone()))
-        .chain(
-            after
-                .layers
-                .iter()
-                .filter(|l| !model.layers.iter().any(|m| m.id == l.id))
-                .map(|l| (l.cluster, l.id.name.clone())),
-        )
-        .collect();
+    let touched = touched_layers(model, &after, files, findings);
     let before_set = rendered_multiset(model, &touched);
     let after_set = rendered_multiset(&after, &touched);
     if before_set != after_set {
@@ -122,52 +134,62 @@ fn check(
             d.file, d.message
         ));
     }
-    // Convergence: the rule no longer finds this.
-    if let Some(f) = finding {
-        let again = rules::run(&after, &[f.rule.to_string()]);
-        if again
-            .iter()
-            .any(|g| g.layer == f.layer && g.object == f.object)
-        {
-            return Err(format!(
-                "convergence: {} still reports {} in {} after the fix",
-                f.rule, f.object, f.layer
-            ));
+    // Convergence: the rules no longer report these findings (same rule, layer, object and place
+    // file: in a fleet, other clusters have findings with the same names).
+    let mut rerun: Vec<&str> = findings.iter().map(|f| f.rule).collect();
+    rerun.dedup();
+    if !findings.is_empty() {
+        let again = rules::run(
+            &after,
+            &rerun.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+        );
+        for f in findings {
+            if again.iter().any(|g| {
+                g.rule == f.rule && g.layer == f.layer && g.object == f.object && g.file == f.file
+            }) {
+                return Err(format!(
+                    "convergence: {} still reports {} in {} after the fix",
+                    f.rule, f.object, f.layer
+                ));
+            }
         }
     }
     Ok(())
 }
 
-/// Verify each finding's fix alone, combine those that pass (conflicting ones wait for the next
-/// run), and verify the combination.
+/// Combine every finding's fix (conflicting ones wait for the next run) and verify the
+/// combination once; when it fails, verify each fix alone, drop those that fail, and verify what
+/// is left combined.
 pub fn plan(
     repo: &Repo,
     model: &Model,
     options: &ModelOptions,
     mut findings: Vec<Finding>,
 ) -> Plan {
-    let mut combined = crate::edit::Changeset::default();
-    for finding in &mut findings {
-        let Some(fix) = finding.fix.clone() else {
-            continue;
+    let combined = combine(&mut findings);
+    let files = apply::contents(repo, &combined).unwrap_or_default();
+    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
+    if files.is_empty() || check(repo, model, options, &files, &fixed).is_ok() {
+        return Plan {
+            findings,
+            files,
+            verified_by: vec!["builtin"],
         };
+    }
+    for finding in &mut findings {
+        let Some(fix) = &finding.fix else { continue };
         let verdict = apply::contents(repo, &fix.changes)
             .map_err(|e| e.to_string())
-            .and_then(|files| check(repo, model, options, &files, Some(finding)));
+            .and_then(|files| check(repo, model, options, &files, &[finding]));
         if let Err(reason) = verdict {
             finding.fix = None;
             finding.no_fix_reason = Some(format!("fix dropped: {reason}"));
-            continue;
-        }
-        if let Err(e) = combined.merge(&fix.changes) {
-            finding.fix = None;
-            finding.no_fix_reason = Some(format!(
-                "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
-            ));
         }
     }
+    let combined = combine(&mut findings);
     let files = apply::contents(repo, &combined).unwrap_or_default();
-    if let Err(reason) = check(repo, model, options, &files, None) {
+    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
+    if let Err(reason) = check(repo, model, options, &files, &fixed) {
         for f in &mut findings {
             if f.fix.take().is_some() {
                 f.no_fix_reason = Some(format!("fix dropped: the combined change fails: {reason}"));
@@ -184,4 +206,19 @@ pub fn plan(
         files,
         verified_by: vec!["builtin"],
     }
+}
+
+/// Merge the fixes in finding order; a fix whose edits conflict with an earlier one waits.
+fn combine(findings: &mut [Finding]) -> crate::edit::Changeset {
+    let mut combined = crate::edit::Changeset::default();
+    for finding in findings.iter_mut() {
+        let Some(fix) = &finding.fix else { continue };
+        if let Err(e) = combined.merge(&fix.changes) {
+            finding.fix = None;
+            finding.no_fix_reason = Some(format!(
+                "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
+            ));
+        }
+    }
+    combined
 }
