@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{Match, WalkBuilder};
+use rayon::prelude::*;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
@@ -40,6 +41,15 @@ const FLUX_DEFAULT_IGNORES: &[&str] = &[
     "**/.sops.yaml",
     "**/.flux.yaml",
 ];
+
+/// What reading one YAML-named file gave.
+enum Loaded {
+    Parsed(YamlFile, Option<ParseError>),
+    /// Not Kubernetes YAML (a note).
+    Skipped(String),
+    /// Could not be read as text (a warning).
+    Unreadable(String),
+}
 
 /// Index of a file in [`Repo::files`].
 pub type FileId = usize;
@@ -176,49 +186,63 @@ impl Repo {
             }
         }
         candidates.sort();
-        for rel in candidates {
-            let read = read_candidate(&root, &rel);
-            match read {
-                Ok(text) => match skip_reason(&rel, &text, &repo.dirs, &root) {
-                    Some(reason) => {
-                        repo.diagnostics.push(Diagnostic::new(
-                            Severity::Note,
-                            &rel,
-                            format!("skipped: {reason}"),
-                        ));
-                        repo.other_files.insert(rel);
-                    }
-                    None => {
-                        let (yaml, error) = YamlFile::parse(&text);
-                        if let Some(e) = &error {
-                            repo.diagnostics.push(
-                                Diagnostic::new(
-                                    Severity::Error,
-                                    &rel,
-                                    format!("YAML does not parse: {}", e.message),
-                                )
-                                .at(e.line, e.column),
-                            );
+        // Read and parse in parallel (the bulk of the work); record in path order.
+        let dirs = &repo.dirs;
+        let loaded: Vec<(String, Loaded)> = candidates
+            .into_par_iter()
+            .map(|rel| {
+                let outcome = match read_candidate(&root, &rel) {
+                    Err(reason) => Loaded::Unreadable(reason),
+                    Ok(text) => match skip_reason(&rel, &text, dirs, &root) {
+                        Some(reason) => Loaded::Skipped(reason),
+                        None => {
+                            let (yaml, error) = YamlFile::parse(&text);
+                            Loaded::Parsed(yaml, error)
                         }
-                        repo.by_path.insert(rel.clone(), repo.files.len());
-                        repo.dir_files
-                            .entry(parent_of(&rel).to_string())
-                            .or_default()
-                            .push(repo.files.len());
-                        repo.files.push(SourceFile {
-                            path: rel,
-                            yaml,
-                            error,
-                        });
-                    }
-                },
-                Err(reason) => {
+                    },
+                };
+                (rel, outcome)
+            })
+            .collect();
+        for (rel, outcome) in loaded {
+            match outcome {
+                Loaded::Skipped(reason) => {
+                    repo.diagnostics.push(Diagnostic::new(
+                        Severity::Note,
+                        &rel,
+                        format!("skipped: {reason}"),
+                    ));
+                    repo.other_files.insert(rel);
+                }
+                Loaded::Unreadable(reason) => {
                     repo.diagnostics.push(Diagnostic::new(
                         Severity::Warning,
                         &rel,
                         format!("skipped: {reason}"),
                     ));
                     repo.other_files.insert(rel);
+                }
+                Loaded::Parsed(yaml, error) => {
+                    if let Some(e) = &error {
+                        repo.diagnostics.push(
+                            Diagnostic::new(
+                                Severity::Error,
+                                &rel,
+                                format!("YAML does not parse: {}", e.message),
+                            )
+                            .at(e.line, e.column),
+                        );
+                    }
+                    repo.by_path.insert(rel.clone(), repo.files.len());
+                    repo.dir_files
+                        .entry(parent_of(&rel).to_string())
+                        .or_default()
+                        .push(repo.files.len());
+                    repo.files.push(SourceFile {
+                        path: rel,
+                        yaml,
+                        error,
+                    });
                 }
             }
         }
