@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{Match, WalkBuilder};
@@ -68,7 +69,8 @@ pub struct SourceFile {
 #[derive(Clone, Debug)]
 pub struct Repo {
     pub root: PathBuf,
-    pub files: Vec<SourceFile>,
+    /// Shared so that a re-modelled variant of the repository (verification) copies no file.
+    pub files: Vec<Arc<SourceFile>>,
     /// Every directory below the root that Flux would ship (relative, `""` is the root).
     pub dirs: BTreeSet<String>,
     pub diagnostics: Vec<Diagnostic>,
@@ -238,11 +240,11 @@ impl Repo {
                         .entry(parent_of(&rel).to_string())
                         .or_default()
                         .push(repo.files.len());
-                    repo.files.push(SourceFile {
+                    repo.files.push(Arc::new(SourceFile {
                         path: rel,
                         yaml,
                         error,
-                    });
+                    }));
                 }
             }
         }
@@ -263,7 +265,7 @@ impl Repo {
             dir_children: HashMap::new(),
             other_files: self.other_files.clone(),
         };
-        let mut sources: Vec<SourceFile> = self
+        let mut sources: Vec<Arc<SourceFile>> = self
             .files
             .iter()
             .filter(|f| !changes.contains_key(&f.path))
@@ -272,11 +274,11 @@ impl Repo {
         for (path, text) in changes {
             if let Some(text) = text {
                 let (yaml, error) = YamlFile::parse(text);
-                sources.push(SourceFile {
+                sources.push(Arc::new(SourceFile {
                     path: path.clone(),
                     yaml,
                     error,
-                });
+                }));
                 let mut dir = parent_of(path);
                 while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {
                     dir = parent_of(dir);
