@@ -20,31 +20,37 @@ pub struct Plan {
     pub verified_by: Vec<&'static str>,
 }
 
+/// What stands for an object's content when comparing before and after: an object of a file
+/// the change does not touch is the same document on both sides, so its place is enough; an
+/// object of a changed (or new) file is compared as data.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Content {
+    Untouched(String, usize),
+    Data(Value),
+}
+
 /// Every object the live layers apply, per cluster, with its content: what must not change.
 fn rendered_multiset(
     model: &Model,
-    skip_layer_objects: &[(usize, String)],
-) -> BTreeMap<(usize, String, Value), usize> {
+    skip_layer_objects: &HashSet<(usize, String)>,
+    changed: &HashSet<&str>,
+) -> BTreeMap<(usize, String, Content), usize> {
     let mut out = BTreeMap::new();
     for (_, layer) in model.live_layers() {
         for (_, r) in layer.inventory() {
             let is_flux_layer =
                 r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-            if is_flux_layer
-                && skip_layer_objects
-                    .iter()
-                    .any(|(c, n)| *c == layer.cluster && *n == r.key.name)
-            {
+            if is_flux_layer && skip_layer_objects.contains(&(layer.cluster, r.key.name.clone())) {
                 continue;
             }
             let obj = model.object(r.object);
-            let value = model
-                .repo
-                .file(obj.file)
-                .yaml
-                .value(obj.root)
-                .unwrap_or(Value::Null);
-            *out.entry((layer.cluster, r.key.to_string(), value))
+            let file = model.repo.file(obj.file);
+            let content = if changed.contains(file.path.as_str()) {
+                Content::Data(file.yaml.value(obj.root).unwrap_or(Value::Null))
+            } else {
+                Content::Untouched(file.path.clone(), obj.doc)
+            };
+            *out.entry((layer.cluster, r.key.to_string(), content))
                 .or_insert(0) += 1;
         }
     }
@@ -105,12 +111,14 @@ fn check(
     let after_repo = repo.with_changes(&apply::as_overlay(files));
     let after = Model::build(&after_repo, options);
     let touched = touched_layers(model, &after, files, findings);
-    let before_set = rendered_multiset(model, &touched);
-    let after_set = rendered_multiset(&after, &touched);
+    let touched: HashSet<(usize, String)> = touched.into_iter().collect();
+    let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let before_set = rendered_multiset(model, &touched, &changed);
+    let after_set = rendered_multiset(&after, &touched, &changed);
     if before_set != after_set {
         let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
         let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-        let describe = |e: Option<(&(usize, String, Value), &usize)>| {
+        let describe = |e: Option<(&(usize, String, Content), &usize)>| {
             e.map_or("nothing".to_string(), |((_, key, _), n)| {
                 format!("{key} ×{n}")
             })
