@@ -297,7 +297,6 @@ fn legacy_bases_only_kustomization_renders_like_kubectl() {
 }
 
 #[test]
-#[ignore = "bug: a `kind: List` resource is not expanded into its items"]
 fn list_resource_renders_like_kubectl() {
     assert_data_dir_renders_like_kubectl("kustomize-bugs/list");
 }

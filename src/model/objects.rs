@@ -67,47 +67,74 @@ pub(super) fn extract(
     for (file_id, file) in repo.files.iter().enumerate() {
         let yaml = &file.yaml;
         for (doc_idx, doc) in yaml.docs.iter().enumerate() {
-            let root = doc.root;
-            let get = |keys: &[&str]| {
-                yaml.lookup(root, keys)
+            let scalar = |node: NodeId, keys: &[&str]| {
+                yaml.lookup(node, keys)
                     .and_then(|n| yaml.scalar(n))
                     .map(str::to_string)
             };
-            let (Some(api_version), Some(kind)) = (get(&["apiVersion"]), get(&["kind"])) else {
+            let (Some(api_version), Some(kind)) = (
+                scalar(doc.root, &["apiVersion"]),
+                scalar(doc.root, &["kind"]),
+            ) else {
                 continue;
             };
             if api_version.starts_with("kustomize.config.k8s.io/") {
                 continue;
             }
-            let line = yaml.line_of(yaml.node(root).span.start);
-            let name = get(&["metadata", "name"]);
-            let Some(name) = name.filter(|n| !n.is_empty()) else {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Severity::Warning,
-                        &file.path,
-                        format!("{kind} has no metadata.name; not an object kustomize can apply"),
-                    )
-                    .at(line, 1),
-                );
-                continue;
+            // A `v1 List` is its items to kustomize.
+            let roots: Vec<NodeId> = if kind == "List" && api_version == "v1" {
+                yaml.lookup(doc.root, &["items"])
+                    .map(|items| yaml.items(items).to_vec())
+                    .unwrap_or_default()
+            } else {
+                vec![doc.root]
             };
-            let namespace = get(&["metadata", "namespace"]).filter(|n| !n.is_empty());
-            let encrypted = yaml.entry(root, "sops").is_some();
-            by_file.entry(file_id).or_default().push(objects.len());
-            objects.push(Object {
-                file: file_id,
-                doc: doc_idx,
-                root,
-                line,
-                key: ObjectKey {
-                    api_version,
-                    kind,
-                    namespace,
-                    name,
-                },
-                encrypted,
-            });
+            for root in roots {
+                let line = yaml.line_of(yaml.node(root).span.start);
+                let (Some(api_version), Some(kind)) =
+                    (scalar(root, &["apiVersion"]), scalar(root, &["kind"]))
+                else {
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Severity::Warning,
+                            &file.path,
+                            "a List item has no apiVersion or kind".into(),
+                        )
+                        .at(line, 1),
+                    );
+                    continue;
+                };
+                let Some(name) = scalar(root, &["metadata", "name"]).filter(|n| !n.is_empty())
+                else {
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Severity::Warning,
+                            &file.path,
+                            format!(
+                                "{kind} has no metadata.name; not an object kustomize can apply"
+                            ),
+                        )
+                        .at(line, 1),
+                    );
+                    continue;
+                };
+                let namespace = scalar(root, &["metadata", "namespace"]).filter(|n| !n.is_empty());
+                let encrypted = yaml.entry(root, "sops").is_some();
+                by_file.entry(file_id).or_default().push(objects.len());
+                objects.push(Object {
+                    file: file_id,
+                    doc: doc_idx,
+                    root,
+                    line,
+                    key: ObjectKey {
+                        api_version,
+                        kind,
+                        namespace,
+                        name,
+                    },
+                    encrypted,
+                });
+            }
         }
     }
     (objects, by_file)
