@@ -286,7 +286,6 @@ fn assert_data_dir_renders_like_kubectl(dir: &str) {
 }
 
 #[test]
-#[ignore = "bug: configMapGenerator/secretGenerator objects are not modelled"]
 fn generators_render_like_kubectl() {
     assert_data_dir_renders_like_kubectl("kustomize-bugs/generators");
 }

@@ -658,7 +658,7 @@ impl Builder<'_, '_> {
                     prefix: &comp.name_prefix,
                     suffix: &comp.name_suffix,
                 };
-                inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
+                inventory.iter_mut().for_each(|o| t.apply(o));
             }
         }
         let target_namespace = scalar("targetNamespace");
@@ -669,7 +669,7 @@ impl Builder<'_, '_> {
             prefix: &prefix,
             suffix: &suffix,
         };
-        inventory.iter_mut().for_each(|o| t.apply(&mut o.key));
+        inventory.iter_mut().for_each(|o| t.apply(o));
         check_unique(inventory, model)
     }
 

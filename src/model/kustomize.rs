@@ -125,6 +125,8 @@ pub struct KustomizeDir {
     pub namespace: Option<String>,
     pub name_prefix: String,
     pub name_suffix: String,
+    /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
+    pub generated: Vec<(ObjectIdx, Option<String>)>,
 }
 
 /// One object a directory renders: which object, its identity after the transformers, and the
@@ -134,6 +136,9 @@ pub struct Rendered {
     pub object: ObjectIdx,
     pub key: ObjectKey,
     pub chain: Vec<FileId>,
+    /// A generated ConfigMap/Secret's `-<hash>`: it stays last in the name whatever prefix or
+    /// suffix an outer kustomization adds.
+    pub hash_suffix: Option<String>,
 }
 
 pub(super) fn parse_dirs(
@@ -173,12 +178,8 @@ pub(super) fn parse_dirs(
         let is_kustomize = match (&api, &kind) {
             (Some(a), _) if !a.starts_with("kustomize.config.k8s.io/") => false,
             (_, Some(k)) => k == "Kustomization" || k == "Component",
-            (_, None) => {
-                ["resources", "components", "bases"]
-                    .iter()
-                    .any(|k| yaml.entry(root, k).is_some())
-                    || api.is_some()
-            }
+            // No apiVersion and no kind: kustomize reads the file as a Kustomization.
+            (_, None) => true,
         };
         if !is_kustomize {
             diagnostics.push(
@@ -237,6 +238,7 @@ pub(super) fn parse_dirs(
                 namespace: scalar("namespace").filter(|n| !n.is_empty()),
                 name_prefix: scalar("namePrefix").unwrap_or_default(),
                 name_suffix: scalar("nameSuffix").unwrap_or_default(),
+                generated: Vec::new(),
             },
         );
     }
@@ -273,7 +275,8 @@ pub struct Transform<'a> {
 }
 
 impl Transform<'_> {
-    pub fn apply(&self, key: &mut ObjectKey) {
+    pub fn apply(&self, rendered: &mut Rendered) {
+        let key = &mut rendered.key;
         if let Some(ns) = self.namespace {
             if key.kind == "Namespace" && key.api_version == "v1" {
                 key.name = ns.to_string();
@@ -282,7 +285,9 @@ impl Transform<'_> {
             }
         }
         if !keeps_its_name(key) {
-            key.name = format!("{}{}{}", self.prefix, key.name, self.suffix);
+            let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+            let base = key.name.strip_suffix(hash).unwrap_or(&key.name);
+            key.name = format!("{}{base}{}{hash}", self.prefix, self.suffix);
         }
     }
 }
@@ -320,6 +325,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 object,
                 key: self.model.objects[object].key.clone(),
                 chain: chain.to_vec(),
+                hash_suffix: None,
             })
             .collect()
     }
@@ -350,6 +356,16 @@ impl<'m, 'r> Renderer<'m, 'r> {
         for r in &k.resources {
             out.extend(self.render_ref(r, &chain)?);
         }
+        for (object, hash_suffix) in &k.generated {
+            let mut key = self.model.objects[*object].key.clone();
+            key.name.push_str(hash_suffix.as_deref().unwrap_or(""));
+            out.push(Rendered {
+                object: *object,
+                key,
+                chain: chain.to_vec(),
+                hash_suffix: hash_suffix.clone(),
+            });
+        }
         for c in &k.components {
             let RefTarget::Dir(cdir) = &c.target else {
                 if let RefTarget::Remote(_) = c.target {
@@ -370,14 +386,14 @@ impl<'m, 'r> Renderer<'m, 'r> {
             for r in &comp_refs {
                 out.extend(self.render_ref(r, &[k.file, comp_file])?);
             }
-            out.iter_mut().for_each(|o| transform.apply(&mut o.key));
+            out.iter_mut().for_each(|o| transform.apply(o));
         }
         let transform = Transform {
             namespace: k.namespace.as_deref(),
             prefix: &k.name_prefix,
             suffix: &k.name_suffix,
         };
-        out.iter_mut().for_each(|o| transform.apply(&mut o.key));
+        out.iter_mut().for_each(|o| transform.apply(o));
         check_unique(&out, self.model)?;
         Ok(out)
     }

@@ -3,6 +3,7 @@
 //! graph of which layer applies, waits on and health-gates which.
 
 mod flux;
+mod generators;
 mod kustomize;
 mod objects;
 mod paths;
@@ -61,6 +62,29 @@ impl<'r> Model<'r> {
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
+        // Generated ConfigMaps and Secrets are objects too, defined by their generator entry.
+        let mut dirs: Vec<&String> = model.kustomize_dirs.keys().collect();
+        dirs.sort();
+        let generated: Vec<(String, Vec<generators::Generated>)> = dirs
+            .into_iter()
+            .map(|dir| {
+                let k = &model.kustomize_dirs[dir];
+                (
+                    dir.clone(),
+                    generators::generate(repo, dir, k.file, k.root, &mut diags),
+                )
+            })
+            .filter(|(_, g)| !g.is_empty())
+            .collect();
+        for (dir, objects) in generated {
+            for g in objects {
+                let idx = model.objects.len();
+                model.objects.push(g.object);
+                if let Some(k) = model.kustomize_dirs.get_mut(&dir) {
+                    k.generated.push((idx, g.hash_suffix));
+                }
+            }
+        }
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
         model.dependents_of = vec![Vec::new(); model.layers.len()];
