@@ -364,3 +364,53 @@ fn commit_refuses_a_dirty_file_and_writes_nothing() {
     );
     assert_eq!(tree(repo.path()), before, "nothing written");
 }
+
+#[test]
+fn a_flux_instance_helm_release_is_found_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let write = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "clusters/prod/flux-system/gotk-sync.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/prod\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    );
+    write(
+        "clusters/prod/controllers.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: controllers\n  namespace: flux-system\nspec:\n  path: ./controllers\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n",
+    );
+    write(
+        "controllers/kustomization.yaml",
+        "resources:\n  - operator.yaml\n  - instance/\n",
+    );
+    write(
+        "controllers/operator.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n",
+    );
+    write(
+        "controllers/instance/kustomization.yaml",
+        "resources:\n  - release.yaml\n",
+    );
+    // The flux-instance chart, its source named through chartRef.
+    write(
+        "controllers/instance/release.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  url: oci://ghcr.io/controlplaneio-fluxcd/charts/flux-instance\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  chartRef:\n    kind: OCIRepository\n    name: flux-instance\n  values:\n    instance:\n      sync:\n        kind: GitRepository\n        url: https://example.com/repo.git\n        path: clusters/prod\n",
+    );
+    let (code, out, _) = fluxmend(&["check", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let finding = &report["findings"][0];
+    assert_eq!(finding["rule"], "FM001");
+    assert_eq!(finding["object"]["kind"], "HelmRelease");
+    assert_eq!(finding["layer"]["name"], "controllers");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("owns the root source GitRepository/flux-system/flux-system"),
+        "{finding}"
+    );
+}
