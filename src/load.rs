@@ -332,6 +332,30 @@ impl Repo {
         self.dir_files.get(dir).map_or(&[], Vec::as_slice)
     }
 
+    /// Every file Flux would ship that fluxmend does not parse (non-YAML, skipped), sorted.
+    pub fn other_files(&self) -> impl Iterator<Item = &str> {
+        self.other_files.iter().map(String::as_str)
+    }
+
+    /// `.yaml`/`.yml` files directly in `dir` that were skipped (templates, binary, too big):
+    /// Flux would still try to decode them.
+    pub fn skipped_yaml_in<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let skip = prefix.len();
+        self.other_files
+            .range(prefix.clone()..)
+            .take_while(move |p| p.starts_with(&prefix))
+            .filter(move |p| {
+                let rest = &p[skip..];
+                !rest.contains('/') && (rest.ends_with(".yaml") || rest.ends_with(".yml"))
+            })
+            .map(String::as_str)
+    }
+
     /// Direct subdirectories of `dir` (full relative paths), sorted.
     pub fn subdirs(&self, dir: &str) -> &[String] {
         self.dir_children.get(dir).map_or(&[], Vec::as_slice)

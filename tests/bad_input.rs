@@ -532,7 +532,6 @@ fn layer_dir_with_an_unusable_kustomization_file_does_not_render() {
 /// Flux's generated kustomization lists every `.yaml` below the path, templates included, so a
 /// template file there makes the build fail ("failed to decode Kubernetes YAML").
 #[test]
-#[ignore = "bug: a skipped template file inside a generated layer path does not fail the layer"]
 fn template_file_inside_a_generated_layer_fails_that_layer() {
     let repo = TempRepo::flux_layout();
     repo.write(
@@ -652,7 +651,6 @@ fn alias_bomb_is_bounded() {
 /// A document that is not a Kubernetes object makes Flux's generated kustomization fail; a
 /// bomb-sized one must not slip through because it is too big to look at.
 #[test]
-#[ignore = "bug: a non-object document whose aliases exceed the budget is not reported in a generated layer"]
 fn alias_bomb_non_object_in_generated_layer_fails_the_layer() {
     // Control: a small non-object document there is reported.
     let repo = TempRepo::flux_layout();

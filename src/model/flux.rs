@@ -443,25 +443,36 @@ fn has_kustomization_file(model: &Model, dir: &str) -> bool {
 fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String> {
     let model = renderer.model;
     let mut out = Vec::new();
+    // Flux decodes every YAML file it lists; one it cannot decode fails the whole layer.
+    if let Some(skipped) = model.repo.skipped_yaml_in(dir).next() {
+        return Err(format!(
+            "Flux cannot generate a kustomization for {}: {skipped} is not plain Kubernetes YAML",
+            display_dir(dir)
+        ));
+    }
     for &file in model.repo.files_in(dir) {
         let source = model.repo.file(file);
-        let non_objects = source
-            .yaml
-            .docs
-            .iter()
-            .filter(|d| {
-                source
-                    .yaml
-                    .value(d.root)
-                    .is_ok_and(|v| v != crate::parse::Value::Null)
-            })
-            .count()
-            .saturating_sub(model.objects_in(file).len());
-        if non_objects > 0 || source.error.is_some() {
+        if let Some(e) = &source.error {
             return Err(format!(
-                "Flux cannot generate a kustomization for {}: {} has a document that is not a Kubernetes object",
+                "Flux cannot generate a kustomization for {}: {} does not parse ({}:{}: {})",
                 display_dir(dir),
-                source.path
+                source.path,
+                e.line,
+                e.column,
+                e.message
+            ));
+        }
+        let objects = model.objects_in(file);
+        let non_object = source.yaml.docs.iter().enumerate().find(|(idx, d)| {
+            let empty = matches!(source.yaml.value(d.root), Ok(crate::parse::Value::Null));
+            !empty && !objects.iter().any(|&o| model.object(o).doc == *idx)
+        });
+        if let Some((_, doc)) = non_object {
+            return Err(format!(
+                "Flux cannot generate a kustomization for {}: {}:{} is a document that is not a Kubernetes object",
+                display_dir(dir),
+                source.path,
+                source.yaml.line_of(source.yaml.node(doc.root).span.start)
             ));
         }
         out.extend(renderer.file_objects(&source.path, &[]));
