@@ -376,18 +376,25 @@ fn placeholder_parts(segment: &str) -> Option<(&str, &str, &str)> {
 type Bindings = Vec<(String, String)>;
 
 /// Expand a layer path against existing directories: one (dir, bindings) per match.
-fn expand_path(model: &Model, base: &str, path: &str) -> Result<Vec<(String, Bindings)>, String> {
+fn expand_path(
+    model: &Model,
+    base: &str,
+    path: &str,
+    clamped: &mut bool,
+) -> Result<Vec<(String, Bindings)>, String> {
     let mut current: Vec<(String, Bindings)> = vec![(base.to_string(), Vec::new())];
     for segment in path.split('/') {
         let mut next = Vec::new();
         for (dir, bindings) in current {
             match segment {
                 "" | "." => next.push((dir, bindings)),
+                // Flux joins the path with securejoin: `..` at the source root stays there.
                 ".." => match super::paths::join(&dir, "..") {
-                    Some(parent) if !parent.is_empty() || !dir.is_empty() => {
-                        next.push((parent, bindings))
+                    Some(parent) if dir != base => next.push((parent, bindings)),
+                    _ => {
+                        *clamped = true;
+                        next.push((dir, bindings));
                     }
-                    _ => return Err(format!("path `{path}` leaves the source root")),
                 },
                 seg => match placeholder_parts(seg) {
                     Some((prefix, placeholder, suffix)) => {
@@ -517,7 +524,7 @@ impl Builder<'_, '_> {
         // has this layer's path.
         let found = std::iter::once(&String::new())
             .chain(model.repo.dirs.iter())
-            .filter(|d| expand_path(model, d, path).is_ok_and(|v| !v.is_empty()))
+            .filter(|d| expand_path(model, d, path, &mut false).is_ok_and(|v| !v.is_empty()))
             .min_by_key(|d| {
                 (
                     if d.is_empty() {
@@ -562,7 +569,8 @@ impl Builder<'_, '_> {
             );
             return Vec::new();
         };
-        let matches = match expand_path(model, &root, &layer.path) {
+        let mut clamped = false;
+        let matches = match expand_path(model, &root, &layer.path, &mut clamped) {
             Ok(m) => m,
             Err(e) => {
                 self.diagnostics.push(
@@ -572,6 +580,21 @@ impl Builder<'_, '_> {
                 return Vec::new();
             }
         };
+        if clamped {
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    &file_path,
+                    format!(
+                        "{}: spec.path `{}` climbs above the source root; Flux clamps it there (securejoin), so the layer applies from {}",
+                        layer.id,
+                        layer.path,
+                        display_dir(&root)
+                    ),
+                )
+                .at(line, 1),
+            );
+        }
         if matches.is_empty() {
             self.diagnostics.push(
                 Diagnostic::new(
