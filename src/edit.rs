@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::parse::{NodeId, NodeKind, YamlFile};
+use crate::parse::{NodeId, NodeKind, ScalarStyle, Value, YamlFile};
 
 /// Replace `[start, end)` of a file's text (BOM excluded) with `text`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -295,4 +295,168 @@ pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
         file.text.len()
     };
     (start, end)
+}
+
+/// Remove the entry whose key is `key` from block mapping `map`: the key's line through the end
+/// of its value, with the comment lines right above it at its indentation (they are about it).
+pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdit, EditError> {
+    let NodeKind::Mapping { entries, flow } = &file.node(map).kind else {
+        return Err(EditError::Unsupported("not a mapping".into()));
+    };
+    if *flow {
+        return Err(EditError::Unsupported(
+            "removing an entry of a flow mapping".into(),
+        ));
+    }
+    let idx = entries
+        .iter()
+        .position(|&(k, _)| k == key)
+        .ok_or_else(|| EditError::Unsupported("not a key of this mapping".into()))?;
+    if entries.len() == 1 {
+        return Err(EditError::Unsupported(
+            "the mapping would be left empty".into(),
+        ));
+    }
+    let text = &file.text;
+    let key_start = file.node(key).span.start;
+    let line_start = file.line_start(key_start);
+    let indent = &text[line_start..key_start];
+    if !indent.trim().is_empty() {
+        return Err(EditError::Unsupported(
+            "key shares its line with other content".into(),
+        ));
+    }
+    let value = entries[idx].1;
+    let end = file.node(value).span.end.max(file.node(key).span.end);
+    Ok(TextEdit {
+        start: attached_comments_start(text, line_start, indent),
+        end: after_line(text, end),
+        text: String::new(),
+    })
+}
+
+/// The source text of `[start, end)` with every alias whose anchor is defined outside that
+/// range replaced by the text of the node it names: copied into another document, the text
+/// means what it meant here even though the anchor does not exist there.
+pub fn resolved_text(file: &YamlFile, start: usize, end: usize) -> String {
+    let mut edits = Vec::new();
+    for node in &file.nodes {
+        let NodeKind::Alias { target: Some(t) } = node.kind else {
+            continue;
+        };
+        if node.span.start < start || node.span.end > end {
+            continue;
+        }
+        let target = file.node(t).span;
+        if target.start >= start && target.end <= end {
+            continue;
+        }
+        edits.push(TextEdit {
+            start: node.span.start - start,
+            end: node.span.end - start,
+            text: inline_text(file, t),
+        });
+    }
+    apply(&file.text[start..end], &edits).unwrap_or_else(|_| file.text[start..end].to_string())
+}
+
+/// A node's meaning as YAML text that fits on one line (in block or flow context): a one-line
+/// plain or quoted scalar as written, anything else as JSON (which YAML reads the same).
+pub fn inline_text(file: &YamlFile, node: NodeId) -> String {
+    let Some(id) = file.resolve(node) else {
+        return "null".into();
+    };
+    let n = file.node(id);
+    if let NodeKind::Scalar { style, .. } = &n.kind {
+        let written = file.slice(n.span);
+        let simple = matches!(
+            style,
+            ScalarStyle::Plain | ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
+        );
+        let flow_safe = !matches!(style, ScalarStyle::Plain)
+            || !written.contains([',', '[', ']', '{', '}', '#']);
+        if simple && flow_safe && !written.contains('\n') {
+            return written.to_string();
+        }
+    }
+    match file.value(id) {
+        Ok(v) => value_flow_text(&v),
+        Err(_) => "null".into(),
+    }
+}
+
+/// A [`Value`] as one line of flow YAML (JSON-compatible where quoting is needed).
+pub fn value_flow_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Str(s, quoted) => {
+            let plain_ok = !quoted
+                && !s.is_empty()
+                && !s.contains([',', '[', ']', '{', '}', '#', '\n', '"', '\''])
+                && !s.contains(": ")
+                && !s.starts_with([' ', '&', '*', '!', '|', '>', '%', '@', '`', '-', '?', ':']);
+            if plain_ok || (!quoted && !s.is_empty() && s.parse::<f64>().is_ok()) {
+                s.clone()
+            } else {
+                serde_json::to_string(s).expect("a string is JSON")
+            }
+        }
+        Value::Seq(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(value_flow_text)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", value_flow_text(k), value_flow_text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A [`Value`] as block YAML lines at `indent` spaces (no line endings): what a planned file
+/// writes when it cannot copy text. Scalars keep their type: plain ones stay plain, quoted ones
+/// are double-quoted.
+pub fn value_block_lines(value: &Value, indent: usize) -> Vec<String> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    let is_collection = |v: &Value| match v {
+        Value::Map(e) => !e.is_empty(),
+        Value::Seq(i) => !i.is_empty(),
+        _ => false,
+    };
+    match value {
+        Value::Map(entries) if !entries.is_empty() => {
+            for (k, v) in entries {
+                let key = value_flow_text(k);
+                if is_collection(v) {
+                    out.push(format!("{pad}{key}:"));
+                    out.extend(value_block_lines(v, indent + 2));
+                } else {
+                    out.push(format!("{pad}{key}: {}", value_flow_text(v)));
+                }
+            }
+        }
+        Value::Seq(items) if !items.is_empty() => {
+            for item in items {
+                if is_collection(item) {
+                    let mut lines = value_block_lines(item, indent + 2);
+                    if let Some(first) = lines.first_mut() {
+                        *first = format!("{pad}- {}", &first[indent + 2..]);
+                    }
+                    out.extend(lines);
+                } else {
+                    out.push(format!("{pad}- {}", value_flow_text(item)));
+                }
+            }
+        }
+        other => out.push(format!("{pad}{}", value_flow_text(other))),
+    }
+    out
 }

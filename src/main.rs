@@ -10,6 +10,7 @@ use fluxmend::diagnostics::Severity;
 use fluxmend::emit::report;
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
+use fluxmend::verify::gates::VerifyMode;
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,31 @@ struct FixArgs {
     branch: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Which gates prove the change before it is shown or written: `auto` = builtin, plus a real
+    /// kustomize render when `kustomize` or `kubectl` is on PATH; `kustomize` = both, and an error
+    /// without one; `builtin` = the YAML and model gates only; `off` = none (reported as NOT
+    /// verified).
+    #[arg(long, value_enum, default_value_t = Verify::Auto)]
+    verify: Verify,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Verify {
+    Auto,
+    Kustomize,
+    Builtin,
+    Off,
+}
+
+impl Verify {
+    fn mode(self) -> VerifyMode {
+        match self {
+            Verify::Auto => VerifyMode::Auto,
+            Verify::Kustomize => VerifyMode::Kustomize,
+            Verify::Builtin => VerifyMode::Builtin,
+            Verify::Off => VerifyMode::Off,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -183,7 +209,13 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
     let model = Model::build(&repo, &options);
     let findings = fluxmend::rules::run(&model, &args.rules);
-    let plan = fluxmend::verify::plan(&repo, &model, &options, findings);
+    let mode = args.verify.mode();
+    let tool = mode.tool().map_err(|e| {
+        eprintln!("fluxmend: {e}");
+        ExitCode::from(2)
+    })?;
+    let plan =
+        fluxmend::verify::gates::plan_with(&repo, &model, &options, findings, mode, tool.as_ref());
     let fail = |e: fluxmend::emit::apply::EmitError| {
         eprintln!("fluxmend: {e}");
         ExitCode::from(2)

@@ -79,9 +79,36 @@ pub fn as_overlay(files: &[FileChange]) -> BTreeMap<String, Option<String>> {
 
 /// A unified diff with `a/` and `b/` paths relative to the repository root, which `git apply`
 /// and `patch -p1` accept.
+///
+/// A file deleted and created elsewhere with the same bytes is shown as a git rename, so a
+/// reviewer sees the move, not the whole file twice.
 pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
     let mut out = String::new();
+    // (from, to) pairs: a deletion and a creation with identical bytes, each used once.
+    let mut renames: Vec<(&str, &str)> = Vec::new();
     for f in files {
+        let (Some(text), None) = (&f.before, &f.after) else {
+            continue;
+        };
+        let target = files.iter().find(|g| {
+            g.before.is_none()
+                && g.after.as_ref() == Some(text)
+                && !renames.iter().any(|(_, to)| *to == g.path)
+        });
+        if let Some(g) = target {
+            renames.push((&f.path, &g.path));
+            out.push_str(&format!(
+                "diff --git a/{prefix}{from} b/{prefix}{to}\nsimilarity index 100%\nrename from {prefix}{from}\nrename to {prefix}{to}\n",
+                from = f.path,
+                to = g.path
+            ));
+        }
+    }
+    let renamed = |p: &str| renames.iter().any(|(from, to)| *from == p || *to == p);
+    for f in files {
+        if renamed(&f.path) {
+            continue;
+        }
         let old = f.before.as_deref().unwrap_or("");
         let new = f.after.as_deref().unwrap_or("");
         let a = if f.before.is_some() {

@@ -336,20 +336,27 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
         }
     }
     let files = plan.files.len();
+    let verified = verified_text(plan);
     let _ = match (files, action) {
         (0, _) => writeln!(out, "nothing to change"),
-        (n, "") => writeln!(
-            out,
-            "{n} file(s) to change; verified: {}",
-            plan.verified_by.join(" + ")
-        ),
-        (n, a) => writeln!(
-            out,
-            "{n} file(s) {a}; verified: {}",
-            plan.verified_by.join(" + ")
-        ),
+        (n, "") => writeln!(out, "{n} file(s) to change; {verified}"),
+        (n, a) => writeln!(out, "{n} file(s) {a}; {verified}"),
     };
+    if files > 0 {
+        for note in &plan.not_verified {
+            let _ = writeln!(out, "  not verified: {note}");
+        }
+    }
     out
+}
+
+/// `verified: builtin + kustomize`, or a loud `NOT VERIFIED` when no gate ran.
+fn verified_text(plan: &crate::verify::Plan) -> String {
+    if plan.verified_by.is_empty() {
+        "NOT VERIFIED (--verify off)".to_string()
+    } else {
+        format!("verified: {}", plan.verified_by.join(" + "))
+    }
 }
 
 /// `fix --format json`: findings (with their fix or the reason there is none), the planned
@@ -381,7 +388,7 @@ pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String 
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by});
+    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
@@ -398,10 +405,17 @@ pub fn commit_message(plan: &crate::verify::Plan) -> String {
         let _ = writeln!(out, "  fix: {}", fix.description);
         let _ = writeln!(out, "  trade-off: {}\n", fix.tradeoff);
     }
-    let _ = writeln!(
-        out,
-        "Verified before writing: {}.",
-        plan.verified_by.join(" + ")
-    );
+    if plan.verified_by.is_empty() {
+        let _ = writeln!(out, "NOT verified before writing (--verify off).");
+    } else {
+        let _ = writeln!(
+            out,
+            "Verified before writing: {}.",
+            plan.verified_by.join(" + ")
+        );
+    }
+    for note in &plan.not_verified {
+        let _ = writeln!(out, "Not verified: {note}");
+    }
     out
 }

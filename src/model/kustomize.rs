@@ -167,6 +167,24 @@ pub(super) fn parse_dirs(
             continue;
         };
         let root = doc.root;
+        if !matches!(
+            yaml.resolve(root).map(|r| &yaml.node(r).kind),
+            Some(crate::parse::NodeKind::Mapping { .. })
+        ) {
+            // A list or a scalar: kustomize cannot unmarshal it into a Kustomization.
+            diagnostics.push(
+                Diagnostic::new(
+                    Severity::Error,
+                    &source.path,
+                    format!(
+                        "this kustomization file is not a mapping; kustomize and Flux will fail to build {}",
+                        if dir.is_empty() { "the repository root" } else { dir }
+                    ),
+                )
+                .at(yaml.line_of(yaml.node(root).span.start), 1),
+            );
+            continue;
+        }
         let scalar = |key: &str| {
             yaml.lookup(root, &[key])
                 .and_then(|n| yaml.scalar(n))

@@ -7,6 +7,7 @@ mod generators;
 mod kustomize;
 mod objects;
 mod paths;
+mod required;
 
 pub use flux::{HealthCheck, Layer, LayerId, LayerRef, SourceRef, Variant};
 pub use kustomize::{
@@ -87,6 +88,7 @@ impl<'r> Model<'r> {
         }
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
+        required::check(&mut model);
         model.dependents_of = vec![Vec::new(); model.layers.len()];
         for (id, layer) in model.layers.iter().enumerate() {
             for &dep in &layer.depends_on_ids {

@@ -218,14 +218,48 @@ impl YamlFile {
             cursor: 0,
             region_start: 0,
         };
-        let mut parser = Parser::new_from_str(text);
-        let error = parser.load(&mut builder, true).err().map(|e| ParseError {
-            line: e.marker().line(),
-            column: e.marker().col() + 1,
-            message: e.info().to_string(),
-        });
+        let lone_cr = text
+            .match_indices('\r')
+            .find(|(i, _)| text.as_bytes().get(i + 1) != Some(&b'\n'))
+            .map(|(i, _)| i);
+        let mut error = match lone_cr {
+            // yaml-rust2 counts a lone CR as a line break, the span tree's line table does not:
+            // refuse the file rather than misplace every byte after it.
+            Some(at) => {
+                let line = line_starts.partition_point(|&s| s <= at);
+                let column = text[line_starts[line - 1]..at].chars().count() + 1;
+                Some(ParseError {
+                    line,
+                    column,
+                    message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
+                })
+            }
+            None => stream_events(text, &mut builder).err(),
+        };
         let nodes = builder.nodes;
         let mut docs = builder.docs;
+        if error.is_none()
+            && let Some((key, first)) = first_duplicate_key(&nodes)
+        {
+            // Go's YAML (what Flux and kustomize use) rejects the file; so does fluxmend, keeping
+            // the documents before the one with the duplicate.
+            let at = nodes[key].span.start;
+            let line = line_starts.partition_point(|&s| s <= at);
+            let first_line = line_starts.partition_point(|&s| s <= nodes[first].span.start);
+            let column = text[line_starts[line - 1]..at].chars().count() + 1;
+            let name = match &nodes[key].kind {
+                NodeKind::Scalar { value, .. } => value.clone(),
+                _ => String::new(),
+            };
+            error = Some(ParseError {
+                line,
+                column,
+                message: format!(
+                    "mapping key `{name}` already defined at line {first_line} (duplicate keys are an error for Flux and kustomize)"
+                ),
+            });
+            docs.retain(|d| d.region.end <= at);
+        }
         if let (None, Some(last)) = (&error, docs.last_mut()) {
             last.region.end = text.len();
         }
@@ -351,6 +385,88 @@ impl YamlFile {
                 Value::Map(out)
             }
         })
+    }
+}
+
+/// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
+/// first). Merge keys (`<<`) may repeat.
+fn first_duplicate_key(nodes: &[Node]) -> Option<(NodeId, NodeId)> {
+    let mut best: Option<(NodeId, NodeId)> = None;
+    for node in nodes {
+        let NodeKind::Mapping { entries, .. } = &node.kind else {
+            continue;
+        };
+        if entries.len() < 2 {
+            continue;
+        }
+        let mut seen: HashMap<&str, NodeId> = HashMap::new();
+        for &(k, _) in entries {
+            let NodeKind::Scalar { value, .. } = &nodes[k].kind else {
+                continue;
+            };
+            if value == "<<" {
+                continue;
+            }
+            if let Some(&first) = seen.get(value.as_str()) {
+                if best.is_none_or(|(b, _)| nodes[k].span.start < nodes[b].span.start) {
+                    best = Some((k, first));
+                }
+                break;
+            }
+            seen.insert(value, k);
+        }
+    }
+    best
+}
+
+/// Collections nested deeper than this are refused: Kubernetes objects are never this deep, and
+/// a bound keeps every recursive walk over nodes and values (conversion, comparison, drop) far
+/// from the end of the stack.
+pub const MAX_NESTING: usize = 512;
+
+/// Feed the parser's events to `builder` one at a time. yaml-rust2's own `Parser::load` recurses
+/// once per nesting level (and bounds only flow nesting), so a deeply nested block document would
+/// overflow the stack; this loop is iterative and stops at [`MAX_NESTING`]. Like `load`, it scopes
+/// anchors to their document: an alias naming an anchor of an earlier document is an error.
+fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
+    let error = |mark: &Marker, message: &str| ParseError {
+        line: mark.line(),
+        column: mark.col() + 1,
+        message: message.to_string(),
+    };
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    let mut doc_anchors: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    loop {
+        let (ev, mark) = parser
+            .next_token()
+            .map_err(|e| error(e.marker(), e.info()))?;
+        match &ev {
+            Event::StreamEnd => {
+                builder.on_event(ev, mark);
+                return Ok(());
+            }
+            Event::DocumentStart => doc_anchors.clear(),
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(error(
+                        &mark,
+                        &format!("collections nested deeper than {MAX_NESTING} levels"),
+                    ));
+                }
+                doc_anchors.insert(*anchor);
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::Scalar(_, _, anchor, _) => {
+                doc_anchors.insert(*anchor);
+            }
+            Event::Alias(anchor) if !doc_anchors.contains(anchor) => {
+                return Err(error(&mark, "while parsing node, found unknown anchor"));
+            }
+            _ => {}
+        }
+        builder.on_event(ev, mark);
     }
 }
 

@@ -4,11 +4,15 @@
 use std::collections::BTreeSet;
 
 use crate::diagnostics::Severity;
-use crate::edit::{self, Changeset, FileOp, TextEdit};
+use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
-use crate::model::{Layer, LayerId, Model, RefTarget, Rendered, Renderer, Variant};
-use crate::parse::{NodeKind, YamlFile};
+use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant};
+use crate::parse::YamlFile;
 
+use super::layer_split::{
+    bringing_entry, copy_entry, display, entry_location, free_name, prefix, register,
+    relative_below, remove_items, remove_resource_entry, spec_indent,
+};
 use super::{Finding, Fix, Rule, RuleMeta};
 
 pub struct FluxInstanceInGatedLayer;
@@ -188,36 +192,6 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
     }
 }
 
-/// The `resources` entry that put the object in the layer, or the document itself.
-fn entry_location(model: &Model, r: &Rendered) -> (String, usize) {
-    if let Some((file, item)) = bringing_entry(model, r, 0) {
-        let f = model.repo.file(file);
-        return (f.path.clone(), f.yaml.line_of(f.yaml.node(item).span.start));
-    }
-    let obj = model.object(r.object);
-    (model.repo.file(obj.file).path.clone(), obj.line)
-}
-
-/// The entry in kustomization `r.chain[k]` that leads to the object: (file, item node).
-fn bringing_entry(model: &Model, r: &Rendered, k: usize) -> Option<(usize, usize)> {
-    let file = *r.chain.get(k)?;
-    let dir = model
-        .kustomize_dirs
-        .get(parent_of(&model.repo.file(file).path))?;
-    let next_dir = r
-        .chain
-        .get(k + 1)
-        .map(|&f| parent_of(&model.repo.file(f).path).to_string());
-    let obj_file = &model.repo.file(model.object(r.object).file).path;
-    dir.resources
-        .iter()
-        .find_map(|res| match (&res.target, &next_dir) {
-            (RefTarget::Dir(d), Some(next)) if d == next => Some((file, res.item)),
-            (RefTarget::File(p), None) if p == obj_file => Some((file, res.item)),
-            _ => None,
-        })
-}
-
 fn plan_fix(
     model: &Model,
     layer_id: LayerId,
@@ -281,29 +255,6 @@ fn plan_fix(
     split_out(model, layer, gated, changes)
 }
 
-fn remove_items(
-    yaml: &YamlFile,
-    list: usize,
-    items: &BTreeSet<usize>,
-    path: &str,
-    changes: &mut Changeset,
-) -> Result<(), String> {
-    if !items.is_empty() && items.len() == yaml.items(list).len() {
-        // Every entry goes: the list itself is removed by emptying it.
-        let first = *items.iter().next().expect("non-empty");
-        let e = edit::remove_item(yaml, list, first).map_err(|e| e.to_string())?;
-        changes.edit(path, e);
-        return Ok(());
-    }
-    for &item in items {
-        changes.edit(
-            path,
-            edit::remove_item(yaml, list, item).map_err(|e| e.to_string())?,
-        );
-    }
-    Ok(())
-}
-
 /// Move the instance into a layer of its own (the seed's designed fix).
 fn split_out(
     model: &Model,
@@ -337,10 +288,10 @@ fn split_out(
         ));
     }
     let subpath = subpaths.into_iter().next().expect("one");
-    let name = free_name(model, layer);
+    let name = free_name(model, layer, NEW_LAYER, &[]);
     let path_text = format!("{}/{}", layer.path.trim_end_matches('/'), subpath);
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
-    register(model, layer, &name, &doc, &mut changes)?;
+    register(model, layer, &[(name.clone(), doc)], &mut changes)?;
     Ok(Fix {
         description: format!(
             "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false)",
@@ -379,7 +330,7 @@ fn isolate_instance(
                     display(&variant.dir)
                 )
             })?;
-            remove_entry(model, file, item, changes)?;
+            remove_resource_entry(model, file, item, changes)?;
             return Ok(sub);
         }
     }
@@ -419,7 +370,7 @@ fn isolate_instance(
             src.yaml.text
         );
         changes.delete(&src.path);
-        remove_entry(model, list_file, item, changes)?;
+        remove_resource_entry(model, list_file, item, changes)?;
     } else {
         let (start, end) = edit::document_region(&src.yaml, obj.doc);
         let region = &src.yaml.text[start..end];
@@ -445,72 +396,6 @@ fn isolate_instance(
     Ok(folder)
 }
 
-fn remove_entry(
-    model: &Model,
-    file: usize,
-    item: usize,
-    changes: &mut Changeset,
-) -> Result<(), String> {
-    let f = model.repo.file(file);
-    if f.error.is_some() {
-        return Err(format!("{} does not parse to its end", f.path));
-    }
-    let k = model
-        .kustomize_dirs
-        .get(parent_of(&f.path))
-        .ok_or("not a kustomization")?;
-    let list = ["resources", "bases"]
-        .iter()
-        .find_map(|key| {
-            f.yaml
-                .lookup(k.root, &[key])
-                .filter(|&l| f.yaml.items(l).contains(&item))
-        })
-        .ok_or("entry not found in resources")?;
-    changes.edit(
-        &f.path,
-        edit::remove_item(&f.yaml, list, item).map_err(|e| e.to_string())?,
-    );
-    Ok(())
-}
-
-fn relative_below(base: &str, dir: &str) -> Option<String> {
-    if base.is_empty() {
-        return Some(dir.to_string());
-    }
-    if dir == base {
-        return Some(String::new());
-    }
-    dir.strip_prefix(base)?
-        .strip_prefix('/')
-        .map(str::to_string)
-}
-
-fn prefix(dir: &str) -> String {
-    if dir.is_empty() {
-        String::new()
-    } else {
-        format!("{dir}/")
-    }
-}
-
-fn display(dir: &str) -> &str {
-    if dir.is_empty() { "." } else { dir }
-}
-
-/// `flux-instance`, or `flux-instance-2`, … when a layer of that name exists in the namespace.
-fn free_name(model: &Model, layer: &Layer) -> String {
-    let taken = |n: &str| {
-        model.layers.iter().any(|l| {
-            l.cluster == layer.cluster && l.id.namespace == layer.id.namespace && l.id.name == n
-        })
-    };
-    std::iter::once(NEW_LAYER.to_string())
-        .chain((2..).map(|i| format!("{NEW_LAYER}-{i}")))
-        .find(|n| !taken(n))
-        .expect("an unbounded sequence has a free name")
-}
-
 /// The new Kustomization document, in the old document's indentation, line ending and
 /// `apiVersion`, with the old layer's settings copied verbatim.
 fn new_layer_document(
@@ -521,20 +406,8 @@ fn new_layer_document(
     layer: &Layer,
 ) -> String {
     let eol = yaml.line_ending.as_str();
-    let text = &yaml.text;
     let spec = yaml.lookup(root, &["spec"]);
-    let indent = spec
-        .and_then(|s| match &yaml.node(s).kind {
-            NodeKind::Mapping {
-                entries,
-                flow: false,
-            } => entries.first().map(|&(k, _)| {
-                let start = yaml.node(k).span.start;
-                " ".repeat(start - yaml.line_start(start))
-            }),
-            _ => None,
-        })
-        .unwrap_or_else(|| "  ".into());
+    let indent = spec_indent(yaml, root);
     let api = yaml
         .lookup(root, &["apiVersion"])
         .and_then(|n| yaml.scalar(n))
@@ -568,11 +441,11 @@ fn new_layer_document(
         "postBuild",
     ];
     for key in ["interval", "retryInterval", "timeout"] {
-        copy_entry(yaml, spec, key, &indent, &mut line, text);
+        copy_entry(yaml, spec, key, &indent, &mut line);
     }
     line(&format!("{indent}path: {}", edit::scalar_text(path)));
     for key in &copied[3..] {
-        copy_entry(yaml, spec, key, &indent, &mut line, text);
+        copy_entry(yaml, spec, key, &indent, &mut line);
     }
     line(&format!("{indent}dependsOn:"));
     line(&format!(
@@ -582,119 +455,4 @@ fn new_layer_document(
     line(&format!("{indent}wait: false"));
     line(&format!("{indent}prune: true"));
     out
-}
-
-/// Copy `key: value` of the spec mapping verbatim (its lines keep their original indentation,
-/// which is the new document's too).
-fn copy_entry(
-    yaml: &YamlFile,
-    spec: Option<usize>,
-    key: &str,
-    indent: &str,
-    line: &mut impl FnMut(&str),
-    text: &str,
-) {
-    let Some((k, v)) = spec.and_then(|s| yaml.entry(s, key)) else {
-        return;
-    };
-    let body = &text[yaml.node(k).span.start..yaml.node(v).span.end.max(yaml.node(k).span.end)];
-    let body = body.replace("\r\n", "\n");
-    let mut lines = body.split('\n');
-    if let Some(first) = lines.next() {
-        line(&format!("{indent}{first}"));
-    }
-    for l in lines {
-        line(l);
-    }
-}
-
-/// Register the new layer beside the old one, in the same style.
-fn register(
-    model: &Model,
-    layer: &Layer,
-    name: &str,
-    doc: &str,
-    changes: &mut Changeset,
-) -> Result<(), String> {
-    let obj = model.object(layer.object.expect("checked"));
-    let file = model.repo.file(obj.file);
-    let eol = file.yaml.line_ending.as_str();
-    if file.yaml.docs.len() > 1 {
-        // A new document right after the old layer's.
-        let (_, end) = edit::document_region(&file.yaml, obj.doc);
-        let lead = if file.yaml.text[..end].ends_with('\n') {
-            ""
-        } else {
-            eol
-        };
-        changes.edit(
-            &file.path,
-            TextEdit {
-                start: end,
-                end,
-                text: format!("{lead}---{eol}{doc}"),
-            },
-        );
-        return Ok(());
-    }
-    let dir = parent_of(&file.path);
-    let base = file.path.rsplit('/').next().unwrap_or("");
-    let new_base = if base.contains(&layer.id.name) {
-        base.replacen(&layer.id.name, name, 1)
-    } else {
-        format!("{name}.yaml")
-    };
-    let new_path = format!("{}{new_base}", prefix(dir));
-    if model.repo.is_file(&new_path) || changes.files.contains_key(&new_path) {
-        return Err(format!("{new_path} already exists"));
-    }
-    let starts_with_marker = file.yaml.text.starts_with("---");
-    changes.create(
-        &new_path,
-        format!(
-            "{}{doc}",
-            if starts_with_marker {
-                format!("---{eol}")
-            } else {
-                String::new()
-            }
-        ),
-    );
-    if let Some(k) = model.kustomize_dirs.get(dir) {
-        let kfile = model.repo.file(k.file);
-        let entry = k
-            .resources
-            .iter()
-            .find(|r| r.target == RefTarget::File(file.path.clone()))
-            .ok_or_else(|| {
-                format!(
-                    "{} does not list {} in resources; cannot register the new layer beside it",
-                    kfile.path, base
-                )
-            })?;
-        let list = ["resources", "bases"]
-            .iter()
-            .find_map(|key| {
-                kfile
-                    .yaml
-                    .lookup(k.root, &[key])
-                    .filter(|&l| kfile.yaml.items(l).contains(&entry.item))
-            })
-            .ok_or("resources list not found")?;
-        let e = edit::insert_item(
-            &kfile.yaml,
-            list,
-            Some(entry.item),
-            &edit::scalar_text(&new_base),
-        )
-        .map_err(|e| e.to_string())?;
-        if matches!(
-            changes.files.get(&kfile.path),
-            Some(FileOp::Create(_) | FileOp::Delete)
-        ) {
-            return Err(format!("{} is already replaced by this fix", kfile.path));
-        }
-        changes.edit(&kfile.path, e);
-    }
-    Ok(())
 }

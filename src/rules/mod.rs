@@ -1,7 +1,10 @@
 //! Rules: each reads the model and returns findings; a finding may carry a fix, which is data
 //! (file edits), never I/O. One file per rule; its document lives in `rules/<ID>.md`.
 
+pub mod disposable;
 mod fm001;
+mod fm002;
+mod layer_split;
 
 use serde::Serialize;
 
@@ -56,7 +59,10 @@ pub struct Fix {
 
 /// Every rule fluxmend knows, in id order.
 pub fn all() -> Vec<Box<dyn Rule>> {
-    vec![Box::new(fm001::FluxInstanceInGatedLayer)]
+    vec![
+        Box::new(fm001::FluxInstanceInGatedLayer),
+        Box::new(fm002::DisposableWorkloadInGatedLayer),
+    ]
 }
 
 /// The rule with this id (case-insensitive).

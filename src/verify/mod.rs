@@ -11,6 +11,10 @@ use crate::model::{Model, ModelOptions};
 use crate::parse::{Value, YamlFile};
 use crate::rules::{self, Finding};
 
+pub mod gates;
+pub mod kustomize;
+pub mod yaml;
+
 /// The verified result of `fix`: the findings (fixes kept or dropped) and the combined change.
 #[derive(Debug)]
 pub struct Plan {
@@ -18,6 +22,9 @@ pub struct Plan {
     pub files: Vec<FileChange>,
     /// Which renderers checked the change.
     pub verified_by: Vec<&'static str>,
+    /// What could not be verified, and why (e.g. a layer with a remote resource, or
+    /// `--verify off`); shown in every report.
+    pub not_verified: Vec<String>,
 }
 
 /// What stands for an object's content when comparing before and after: an object of a file
@@ -182,6 +189,7 @@ pub fn plan(
             findings,
             files,
             verified_by: vec!["builtin"],
+            not_verified: Vec::new(),
         };
     }
     for finding in &mut findings {
@@ -207,12 +215,14 @@ pub fn plan(
             findings,
             files: Vec::new(),
             verified_by: vec!["builtin"],
+            not_verified: Vec::new(),
         };
     }
     Plan {
         findings,
         files,
         verified_by: vec!["builtin"],
+        not_verified: Vec::new(),
     }
 }
 

@@ -1,0 +1,1025 @@
+//! What counts as a disposable workload (FM002) and what it brings along.
+//!
+//! The catalogue is data: `rules/disposable.yaml`, embedded at build time, extended per
+//! repository by the `disposable:` key of a `.fluxmend.yaml` file at the repository root. Each
+//! matcher carries the reason shown in a finding. [`Analysis`] classifies objects and computes,
+//! for one layer variant, the [`Bundle`]: the disposable workloads the layer health-gates, the
+//! objects only they use (which move with them), and what stays behind.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use crate::load::Repo;
+use crate::model::{LayerId, Model, ObjectIdx, Rendered, is_namespaced};
+use crate::parse::{NodeId, NodeKind, Value, YamlFile};
+
+/// The built-in catalogue.
+pub const BUILTIN: &str = include_str!("../../rules/disposable.yaml");
+
+/// The repository file whose `disposable:` key extends the catalogue.
+pub const REPO_FILE: &str = ".fluxmend.yaml";
+
+#[derive(Clone, Debug)]
+struct ImageRule {
+    reason: String,
+    patterns: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct ChartRule {
+    reason: String,
+    names: Vec<String>,
+    source: Option<String>,
+    when: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+struct NamesRule {
+    reason: String,
+    names: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct KindRule {
+    reason: String,
+    group: String,
+    names: Vec<String>,
+}
+
+/// The matchers that make an object disposable.
+#[derive(Clone, Debug)]
+pub struct Catalogue {
+    /// Label or annotation key: `"true"` marks an object disposable, `"false"` exempts it.
+    pub opt_in: String,
+    images: Vec<ImageRule>,
+    charts: Vec<ChartRule>,
+    values_image_charts: Vec<NamesRule>,
+    kinds: Vec<KindRule>,
+}
+
+/// A catalogue file that cannot be read as one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct CatalogueError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+impl Catalogue {
+    /// The built-in catalogue (`rules/disposable.yaml`).
+    pub fn builtin() -> &'static Catalogue {
+        static BUILT: OnceLock<Catalogue> = OnceLock::new();
+        BUILT.get_or_init(|| {
+            let (yaml, err) = YamlFile::parse(BUILTIN);
+            assert!(
+                err.is_none(),
+                "rules/disposable.yaml does not parse: {err:?}"
+            );
+            let root = yaml
+                .docs
+                .first()
+                .expect("rules/disposable.yaml is empty")
+                .root;
+            let mut cat = Catalogue {
+                opt_in: String::new(),
+                images: Vec::new(),
+                charts: Vec::new(),
+                values_image_charts: Vec::new(),
+                kinds: Vec::new(),
+            };
+            if let Err(e) = cat.extend_from(&yaml, root, "rules/disposable.yaml") {
+                panic!("invalid built-in catalogue: {e}");
+            }
+            cat
+        })
+    }
+
+    /// The built-in catalogue extended by the repository's `.fluxmend.yaml`, and the reason the
+    /// repository file was not used, if it was not.
+    pub fn for_repo(repo: &Repo) -> (Catalogue, Option<CatalogueError>) {
+        let mut cat = Catalogue::builtin().clone();
+        let Some(id) = repo.file_id(REPO_FILE) else {
+            return (cat, None);
+        };
+        let file = repo.file(id);
+        let fail = |line: usize, message: String| CatalogueError {
+            file: REPO_FILE.into(),
+            line,
+            message,
+        };
+        if let Some(e) = &file.error {
+            return (
+                cat,
+                Some(fail(e.line, format!("does not parse: {}", e.message))),
+            );
+        }
+        let Some(doc) = file.yaml.docs.first() else {
+            return (cat, None);
+        };
+        let Some((_, section)) = file.yaml.entry(doc.root, "disposable") else {
+            return (cat, None);
+        };
+        let mut extended = cat.clone();
+        match extended.extend_from(&file.yaml, section, REPO_FILE) {
+            Ok(()) => cat = extended,
+            Err(e) => return (cat, Some(e)),
+        }
+        (cat, None)
+    }
+
+    /// Parse a catalogue from YAML text (the shape of `rules/disposable.yaml`), extending the
+    /// built-in one.
+    pub fn from_text(text: &str, file: &str) -> Result<Catalogue, CatalogueError> {
+        let (yaml, err) = YamlFile::parse(text);
+        if let Some(e) = err {
+            return Err(CatalogueError {
+                file: file.into(),
+                line: e.line,
+                message: e.message,
+            });
+        }
+        let mut cat = Catalogue::builtin().clone();
+        if let Some(doc) = yaml.docs.first() {
+            cat.extend_from(&yaml, doc.root, file)?;
+        }
+        Ok(cat)
+    }
+
+    fn extend_from(
+        &mut self,
+        yaml: &YamlFile,
+        map: NodeId,
+        file: &str,
+    ) -> Result<(), CatalogueError> {
+        let p = Reader { yaml, file };
+        for (key, value) in p.entries(map)? {
+            match key.as_str() {
+                "optIn" => self.opt_in = p.string(value)?,
+                "images" => {
+                    for item in p.list(value)? {
+                        let (reason, fields) = p.rule(item, &["match"])?;
+                        let patterns = p.strings(p.required(item, &fields, "match")?)?;
+                        self.images.push(ImageRule { reason, patterns });
+                    }
+                }
+                "charts" => {
+                    for item in p.list(value)? {
+                        let (reason, fields) = p.rule(item, &["names", "source", "when"])?;
+                        let names = p.strings(p.required(item, &fields, "names")?)?;
+                        let source = match field(&fields, "source") {
+                            Some(n) => Some(p.string(n)?),
+                            None => None,
+                        };
+                        let mut when = Vec::new();
+                        if let Some(list) = field(&fields, "when") {
+                            for cond in p.list(list)? {
+                                let c = p.entries(cond)?;
+                                let get = |k: &str| {
+                                    field(&c, k)
+                                        .ok_or_else(|| p.error(cond, format!("`when` needs `{k}`")))
+                                };
+                                when.push((p.string(get("path")?)?, p.string(get("equals")?)?));
+                            }
+                        }
+                        self.charts.push(ChartRule {
+                            reason,
+                            names,
+                            source,
+                            when,
+                        });
+                    }
+                }
+                "valuesImageCharts" => {
+                    for item in p.list(value)? {
+                        let (reason, fields) = p.rule(item, &["names"])?;
+                        let names = p.strings(p.required(item, &fields, "names")?)?;
+                        self.values_image_charts.push(NamesRule { reason, names });
+                    }
+                }
+                "kinds" => {
+                    for item in p.list(value)? {
+                        let (reason, fields) = p.rule(item, &["group", "names"])?;
+                        let group = p.string(p.required(item, &fields, "group")?)?;
+                        let names = p.strings(p.required(item, &fields, "names")?)?;
+                        self.kinds.push(KindRule {
+                            reason,
+                            group,
+                            names,
+                        });
+                    }
+                }
+                other => {
+                    return Err(p.error(
+                        value,
+                        format!(
+                            "unknown key `{other}` (expected optIn, images, charts, valuesImageCharts, kinds)"
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.opt_in.is_empty() {
+            return Err(p.error(
+                map,
+                "`optIn` (the opt-in label/annotation key) is empty".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The catalogue reason an image is a disposable workload's, if it is one.
+    pub fn image_reason(&self, image: &str) -> Option<&str> {
+        let repo = image_repository(image);
+        self.images
+            .iter()
+            .find(|r| r.patterns.iter().any(|p| glob(p, &repo)))
+            .map(|r| r.reason.as_str())
+    }
+
+    /// Why an object is disposable (shown in the finding), or `None`. Namespaces and CRDs
+    /// never are: what they hold would go with them.
+    pub fn classify(&self, model: &Model, idx: ObjectIdx) -> Option<String> {
+        let obj = model.object(idx);
+        if (obj.key.kind == "Namespace" && obj.key.api_version == "v1")
+            || obj.is("apiextensions.k8s.io", "CustomResourceDefinition")
+        {
+            return None;
+        }
+        let yaml = &model.repo.file(obj.file).yaml;
+        for (what, keys) in [
+            ("label", ["metadata", "labels"]),
+            ("annotation", ["metadata", "annotations"]),
+        ] {
+            let value = yaml
+                .lookup(obj.root, &keys)
+                .and_then(|m| yaml.entry(m, &self.opt_in))
+                .and_then(|(_, v)| yaml.scalar(v));
+            match value {
+                Some("true") => return Some(format!("{what} {}: \"true\"", self.opt_in)),
+                Some("false") => return None,
+                _ => {}
+            }
+        }
+        let group = obj.key.group();
+        if let Some(rule) = self
+            .kinds
+            .iter()
+            .find(|k| k.group == group && k.names.contains(&obj.key.kind))
+        {
+            return Some(format!("{} ({})", obj.key.kind, rule.reason));
+        }
+        if obj.key.kind == "HelmRelease" && group == "helm.toolkit.fluxcd.io" {
+            return self.classify_release(model, idx);
+        }
+        let pod_spec: &[&str] = match (group, obj.key.kind.as_str()) {
+            ("", "Pod") => &["spec"],
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+            | ("batch", "Job") => &["spec", "template", "spec"],
+            ("batch", "CronJob") => &["spec", "jobTemplate", "spec", "template", "spec"],
+            _ => return None,
+        };
+        let spec = yaml.lookup(obj.root, pod_spec)?;
+        let containers = yaml.lookup(spec, &["containers"])?;
+        yaml.items(containers).iter().find_map(|&c| {
+            let image = yaml.lookup(c, &["image"]).and_then(|n| yaml.scalar(n))?;
+            let reason = self.image_reason(image)?;
+            Some(format!("runs image {image}: {reason}"))
+        })
+    }
+
+    fn classify_release(&self, model: &Model, idx: ObjectIdx) -> Option<String> {
+        let obj = model.object(idx);
+        let yaml = &model.repo.file(obj.file).yaml;
+        let chart = model.helm_chart(idx)?;
+        let values = yaml
+            .lookup(obj.root, &["spec", "values"])
+            .and_then(|n| yaml.value(n).ok())
+            .unwrap_or(Value::Null);
+        for rule in &self.charts {
+            if !rule.names.contains(&chart) {
+                continue;
+            }
+            if let Some(source) = &rule.source
+                && !chart_source_url(model, idx).is_some_and(|u| u.contains(source.as_str()))
+            {
+                continue;
+            }
+            let holds = rule.when.iter().all(|(path, equals)| {
+                let keys: Vec<&str> = path.split('.').collect();
+                values.path(&keys).and_then(Value::as_str) == Some(equals.as_str())
+            });
+            if holds {
+                return Some(format!("HelmRelease of chart {chart}: {}", rule.reason));
+            }
+        }
+        if let Some(generic) = self
+            .values_image_charts
+            .iter()
+            .find(|r| r.names.contains(&chart))
+        {
+            let mut images = Vec::new();
+            values_images(&values, &mut images);
+            for image in images {
+                if let Some(reason) = self.image_reason(&image) {
+                    return Some(format!(
+                        "HelmRelease of chart {chart} ({}) whose values run image {image}: {reason}",
+                        generic.reason
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn field(fields: &[(String, NodeId)], key: &str) -> Option<NodeId> {
+    fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
+
+/// Reads catalogue YAML by node, so that errors carry lines.
+struct Reader<'a> {
+    yaml: &'a YamlFile,
+    file: &'a str,
+}
+
+impl Reader<'_> {
+    fn error(&self, node: NodeId, message: String) -> CatalogueError {
+        CatalogueError {
+            file: self.file.into(),
+            line: self.yaml.line_of(self.yaml.node(node).span.start),
+            message,
+        }
+    }
+
+    fn entries(&self, map: NodeId) -> Result<Vec<(String, NodeId)>, CatalogueError> {
+        let id = self.yaml.resolve(map).unwrap_or(map);
+        let NodeKind::Mapping { entries, .. } = &self.yaml.node(id).kind else {
+            return Err(self.error(map, "expected a mapping".into()));
+        };
+        entries
+            .iter()
+            .map(|&(k, v)| {
+                let key = self
+                    .yaml
+                    .scalar(k)
+                    .ok_or_else(|| self.error(k, "expected a plain key".into()))?;
+                Ok((key.to_string(), v))
+            })
+            .collect()
+    }
+
+    fn list(&self, node: NodeId) -> Result<Vec<NodeId>, CatalogueError> {
+        let id = self.yaml.resolve(node).unwrap_or(node);
+        match &self.yaml.node(id).kind {
+            NodeKind::Sequence { items, .. } => Ok(items.clone()),
+            _ => Err(self.error(node, "expected a list".into())),
+        }
+    }
+
+    fn string(&self, node: NodeId) -> Result<String, CatalogueError> {
+        self.yaml
+            .scalar(node)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| self.error(node, "expected a non-empty string".into()))
+    }
+
+    /// A list of strings (or one string).
+    fn strings(&self, node: NodeId) -> Result<Vec<String>, CatalogueError> {
+        if self.yaml.scalar(node).is_some() {
+            return Ok(vec![self.string(node)?]);
+        }
+        let out: Vec<String> = self
+            .list(node)?
+            .into_iter()
+            .map(|i| self.string(i))
+            .collect::<Result<_, _>>()?;
+        if out.is_empty() {
+            return Err(self.error(node, "expected at least one string".into()));
+        }
+        Ok(out)
+    }
+
+    /// A matcher: its required `reason` and its other fields (only `allowed` ones).
+    fn rule(
+        &self,
+        item: NodeId,
+        allowed: &[&str],
+    ) -> Result<(String, Vec<(String, NodeId)>), CatalogueError> {
+        let fields = self.entries(item)?;
+        for (k, v) in &fields {
+            if k != "reason" && !allowed.contains(&k.as_str()) {
+                return Err(self.error(
+                    *v,
+                    format!(
+                        "unknown key `{k}` (expected reason, {})",
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        let reason = field(&fields, "reason")
+            .ok_or_else(|| self.error(item, "every matcher needs a `reason`".into()))?;
+        Ok((self.string(reason)?, fields))
+    }
+
+    fn required(
+        &self,
+        item: NodeId,
+        fields: &[(String, NodeId)],
+        key: &str,
+    ) -> Result<NodeId, CatalogueError> {
+        field(fields, key).ok_or_else(|| self.error(item, format!("missing `{key}`")))
+    }
+}
+
+/// An image reference's repository: without tag or digest, `docker.io/` and `library/` removed.
+pub fn image_repository(image: &str) -> String {
+    let image = image.split('@').next().unwrap_or(image);
+    let last_slash = image.rfind('/').map_or(0, |i| i + 1);
+    let repo = match image[last_slash..].find(':') {
+        Some(i) => &image[..last_slash + i],
+        None => image,
+    };
+    let repo = repo
+        .strip_prefix("docker.io/")
+        .or_else(|| repo.strip_prefix("index.docker.io/"))
+        .unwrap_or(repo);
+    repo.strip_prefix("library/").unwrap_or(repo).to_string()
+}
+
+/// `*` matches any run of characters (`/` included); everything else matches itself.
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// Images named in Helm values: `image: repo:tag` scalars and `repository:` (+ `tag:`) mappings.
+fn values_images(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Map(entries) => {
+            if let Some(repo) = value.str_at(&["repository"]) {
+                let image = match value.str_at(&["tag"]) {
+                    Some(tag) => format!("{repo}:{tag}"),
+                    None => repo.to_string(),
+                };
+                if !out.contains(&image) {
+                    out.push(image);
+                }
+            }
+            for (k, v) in entries {
+                if k.as_str() == Some("image")
+                    && let Some(s) = v.as_str()
+                    && !out.iter().any(|o| o == s)
+                {
+                    out.push(s.to_string());
+                }
+                values_images(v, out);
+            }
+        }
+        Value::Seq(items) => items.iter().for_each(|i| values_images(i, out)),
+        _ => {}
+    }
+}
+
+/// The URL of the source a HelmRelease's chart comes from (HelmRepository, OCIRepository, …).
+fn chart_source_url(model: &Model, idx: ObjectIdx) -> Option<String> {
+    let obj = model.object(idx);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let scalar = |keys: &[&str]| yaml.lookup(obj.root, keys).and_then(|n| yaml.scalar(n));
+    let (kind, name, ns) =
+        if let Some(kind) = scalar(&["spec", "chart", "spec", "sourceRef", "kind"]) {
+            (
+                kind,
+                scalar(&["spec", "chart", "spec", "sourceRef", "name"])?,
+                scalar(&["spec", "chart", "spec", "sourceRef", "namespace"]),
+            )
+        } else {
+            (
+                scalar(&["spec", "chartRef", "kind"])?,
+                scalar(&["spec", "chartRef", "name"])?,
+                scalar(&["spec", "chartRef", "namespace"]),
+            )
+        };
+    let ns = ns.map(str::to_string).or_else(|| obj.key.namespace.clone());
+    let target = model.objects.iter().find(|o| {
+        o.key.kind == kind
+            && o.key.name == name
+            && (ns.is_none() || o.key.namespace == ns || o.key.namespace.is_none())
+    })?;
+    let tyaml = &model.repo.file(target.file).yaml;
+    tyaml
+        .lookup(target.root, &["spec", "url"])
+        .and_then(|n| tyaml.scalar(n))
+        .map(str::to_string)
+}
+
+/// One object as a live layer of a cluster applies it.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    object: ObjectIdx,
+    layer: LayerId,
+    variant: usize,
+    inv: usize,
+}
+
+/// The disposable workloads of one layer variant and what moves with them.
+#[derive(Clone, Debug, Default)]
+pub struct Bundle {
+    /// Disposable objects the layer health-gates: (inventory index, reason).
+    pub gated: Vec<(usize, String)>,
+    /// Every disposable object of the variant, gated or not.
+    pub disposable: BTreeSet<ObjectIdx>,
+    /// What a split moves: the gated disposable objects and the ConfigMaps, Secrets,
+    /// ServiceAccounts, PersistentVolumeClaims and RBAC objects only they use.
+    pub moved: BTreeSet<ObjectIdx>,
+    /// Namespaces that hold only disposable objects and what moves with them: they stay (a
+    /// Namespace is never moved), but they are part of the runners' world and mask nothing.
+    pub own_namespaces: BTreeSet<ObjectIdx>,
+    /// Inventory indices of everything else: the objects a failure would mask.
+    pub staying: Vec<usize>,
+}
+
+/// Classification and reference analysis over one model, memoised.
+pub struct Analysis<'m, 'r> {
+    pub model: &'m Model<'r>,
+    pub catalogue: Catalogue,
+    /// Why the repository's `.fluxmend.yaml` was not used, if it was not.
+    pub catalogue_error: Option<CatalogueError>,
+    reasons: HashMap<ObjectIdx, Option<String>>,
+    scalars: HashMap<ObjectIdx, HashSet<String>>,
+    clusters: HashMap<usize, Rc<Cluster>>,
+}
+
+/// What the live layers of one cluster apply, and who names what.
+struct Cluster {
+    entries: Vec<Entry>,
+    /// Scalar value → the entries (indices into `entries`) whose objects hold it.
+    mentions: HashMap<String, Vec<usize>>,
+}
+
+fn ns_of(r: &Rendered) -> &str {
+    r.key.namespace.as_deref().unwrap_or("default")
+}
+
+fn is_core(r: &Rendered, kinds: &[&str]) -> bool {
+    r.key.group().is_empty() && kinds.contains(&r.key.kind.as_str())
+}
+
+fn is_rbac(r: &Rendered, kinds: &[&str]) -> bool {
+    r.key.group() == "rbac.authorization.k8s.io" && kinds.contains(&r.key.kind.as_str())
+}
+
+impl<'m, 'r> Analysis<'m, 'r> {
+    pub fn new(model: &'m Model<'r>) -> Self {
+        let (catalogue, catalogue_error) = Catalogue::for_repo(model.repo);
+        Analysis {
+            model,
+            catalogue,
+            catalogue_error,
+            reasons: HashMap::new(),
+            scalars: HashMap::new(),
+            clusters: HashMap::new(),
+        }
+    }
+
+    /// Why an object is disposable, if it is.
+    pub fn disposable(&mut self, idx: ObjectIdx) -> Option<String> {
+        if let Some(r) = self.reasons.get(&idx) {
+            return r.clone();
+        }
+        let r = self.catalogue.classify(self.model, idx);
+        self.reasons.insert(idx, r.clone());
+        r
+    }
+
+    /// Every scalar value of an object outside its own `metadata`: the names it may refer to.
+    fn scalars(&mut self, idx: ObjectIdx) -> &HashSet<String> {
+        let model = self.model;
+        self.scalars.entry(idx).or_insert_with(|| {
+            let obj = model.object(idx);
+            let yaml = &model.repo.file(obj.file).yaml;
+            let mut out = HashSet::new();
+            if let Ok(Value::Map(entries)) = yaml.value(obj.root) {
+                for (k, v) in &entries {
+                    if k.as_str() != Some("metadata") {
+                        collect_scalars(v, &mut out);
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// Whether an object names `name` anywhere outside its own metadata.
+    pub fn mentions(&mut self, idx: ObjectIdx, name: &str) -> bool {
+        self.scalars(idx).contains(name)
+    }
+
+    /// Whether `from` names `to` (by its name as written) and may refer to it: same namespace
+    /// for namespaced objects.
+    fn refers(&mut self, from: &Rendered, to: &Rendered) -> bool {
+        if from.object == to.object {
+            return false;
+        }
+        let to_namespaced = is_namespaced(&to.key.api_version, &to.key.kind);
+        let from_namespaced = is_namespaced(&from.key.api_version, &from.key.kind);
+        if to_namespaced && (!from_namespaced || ns_of(from) != ns_of(to)) {
+            return false;
+        }
+        let name = self.model.object(to.object).key.name.clone();
+        self.scalars(from.object).contains(&name)
+    }
+
+    fn cluster(&mut self, cluster: usize) -> Rc<Cluster> {
+        if let Some(c) = self.clusters.get(&cluster) {
+            return c.clone();
+        }
+        let model = self.model;
+        let mut entries = Vec::new();
+        for (layer, l) in model.live_layers() {
+            if l.cluster != cluster {
+                continue;
+            }
+            for (variant, v) in l.variants.iter().enumerate() {
+                for inv in 0..v.inventory.len() {
+                    entries.push(Entry {
+                        object: v.inventory[inv].object,
+                        layer,
+                        variant,
+                        inv,
+                    });
+                }
+            }
+        }
+        let mut mentions: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            for s in self.scalars(e.object) {
+                mentions.entry(s.clone()).or_default().push(i);
+            }
+        }
+        let c = Rc::new(Cluster { entries, mentions });
+        self.clusters.insert(cluster, c.clone());
+        c
+    }
+
+    fn rendered(&self, e: &Entry) -> &'m Rendered {
+        &self.model.layers[e.layer].variants[e.variant].inventory[e.inv]
+    }
+
+    /// The objects of live layers of the cluster that refer to `to`.
+    fn referrers(&mut self, cluster: usize, to: &Rendered) -> Vec<Entry> {
+        let c = self.cluster(cluster);
+        let name = &self.model.object(to.object).key.name;
+        let mut out = Vec::new();
+        for &i in c.mentions.get(name).map_or(&[][..], Vec::as_slice) {
+            let e = c.entries[i];
+            if self.refers(self.rendered(&e), to) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// The disposable workloads of a layer variant and what moves with them.
+    pub fn bundle(&mut self, layer_id: LayerId, vi: usize) -> Bundle {
+        let model = self.model;
+        let layer = model.layer(layer_id);
+        let variant = &layer.variants[vi];
+        let inventory = &variant.inventory;
+        let mut b = Bundle::default();
+        for (i, r) in inventory.iter().enumerate() {
+            if let Some(reason) = self.disposable(r.object) {
+                b.disposable.insert(r.object);
+                if layer.gates(&r.key) {
+                    b.gated.push((i, reason));
+                    b.moved.insert(r.object);
+                }
+            }
+        }
+        if b.gated.is_empty() {
+            return b;
+        }
+        let here = |e: &Entry| e.layer == layer_id && e.variant == vi;
+        loop {
+            let mut changed = false;
+            for r in inventory {
+                if b.moved.contains(&r.object) {
+                    continue;
+                }
+                let take = if is_core(
+                    r,
+                    &[
+                        "ConfigMap",
+                        "Secret",
+                        "PersistentVolumeClaim",
+                        "ServiceAccount",
+                    ],
+                ) {
+                    let is_sa = r.key.kind == "ServiceAccount";
+                    let referrers: Vec<Entry> = self
+                        .referrers(layer.cluster, r)
+                        .into_iter()
+                        .filter(|e| {
+                            !(is_sa
+                                && is_rbac(
+                                    self.rendered(e),
+                                    &["RoleBinding", "ClusterRoleBinding"],
+                                ))
+                        })
+                        .collect();
+                    !referrers.is_empty()
+                        && referrers
+                            .iter()
+                            .all(|e| here(e) && b.moved.contains(&e.object))
+                } else if is_rbac(r, &["RoleBinding", "ClusterRoleBinding"]) {
+                    self.binds_only_moved(r, inventory, &b.moved)
+                } else if is_rbac(r, &["Role", "ClusterRole"]) {
+                    let bindings: Vec<Entry> = self
+                        .referrers(layer.cluster, r)
+                        .into_iter()
+                        .filter(|e| self.role_ref(self.rendered(e), r))
+                        .collect();
+                    !bindings.is_empty()
+                        && bindings
+                            .iter()
+                            .all(|e| here(e) && b.moved.contains(&e.object))
+                } else {
+                    false
+                };
+                if take {
+                    b.moved.insert(r.object);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for r in inventory {
+            if !(r.key.kind == "Namespace" && r.key.api_version == "v1") {
+                continue;
+            }
+            let mut any = false;
+            let mut only_ours = true;
+            let cluster = self.cluster(layer.cluster);
+            for e in cluster.entries.iter().copied() {
+                let other = self.rendered(&e);
+                if other.key.namespace.as_deref() != Some(r.key.name.as_str()) {
+                    continue;
+                }
+                any = true;
+                let ours = (here(&e) && b.moved.contains(&e.object))
+                    || self.disposable(e.object).is_some();
+                if !ours {
+                    only_ours = false;
+                    break;
+                }
+            }
+            if any && only_ours {
+                b.own_namespaces.insert(r.object);
+            }
+        }
+        b.staying = inventory
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                !b.disposable.contains(&r.object)
+                    && !b.moved.contains(&r.object)
+                    && !b.own_namespaces.contains(&r.object)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        b
+    }
+
+    /// A (Cluster)RoleBinding whose subjects are all ServiceAccounts that move.
+    fn binds_only_moved(
+        &self,
+        binding: &Rendered,
+        inventory: &[Rendered],
+        moved: &BTreeSet<ObjectIdx>,
+    ) -> bool {
+        let model = self.model;
+        let obj = model.object(binding.object);
+        let yaml = &model.repo.file(obj.file).yaml;
+        let Some(subjects) = yaml.lookup(obj.root, &["subjects"]) else {
+            return false;
+        };
+        let items = yaml.items(subjects);
+        !items.is_empty()
+            && items.iter().all(|&s| {
+                let get = |k: &str| yaml.lookup(s, &[k]).and_then(|n| yaml.scalar(n));
+                if get("kind") != Some("ServiceAccount") {
+                    return false;
+                }
+                let (Some(name), ns) = (get("name"), get("namespace")) else {
+                    return false;
+                };
+                let ns = ns.or(binding.key.namespace.as_deref());
+                inventory.iter().any(|sa| {
+                    moved.contains(&sa.object)
+                        && is_core(sa, &["ServiceAccount"])
+                        && model.object(sa.object).key.name == name
+                        && ns.is_none_or(|ns| {
+                            Some(ns) == sa.key.namespace.as_deref()
+                                || Some(ns) == model.object(sa.object).key.namespace.as_deref()
+                        })
+                })
+            })
+    }
+
+    /// Whether a (Cluster)RoleBinding's `roleRef` names this (Cluster)Role.
+    fn role_ref(&self, binding: &Rendered, role: &Rendered) -> bool {
+        if !is_rbac(binding, &["RoleBinding", "ClusterRoleBinding"]) {
+            return false;
+        }
+        let model = self.model;
+        let obj = model.object(binding.object);
+        let yaml = &model.repo.file(obj.file).yaml;
+        let get = |k: &str| {
+            yaml.lookup(obj.root, &["roleRef", k])
+                .and_then(|n| yaml.scalar(n))
+        };
+        get("kind") == Some(role.key.kind.as_str())
+            && get("name") == Some(model.object(role.object).key.name.as_str())
+            && (role.key.kind == "ClusterRole" || ns_of(binding) == ns_of(role))
+    }
+
+    /// What the objects `from` need of the layer's objects that stay (are not `moved`): each as
+    /// "Kind/ns/name" (their Namespace, something they name, the CRD of their kind).
+    pub fn needs(
+        &mut self,
+        layer_id: LayerId,
+        vi: usize,
+        from: &BTreeSet<ObjectIdx>,
+        moved: &BTreeSet<ObjectIdx>,
+    ) -> Vec<String> {
+        let model = self.model;
+        let inventory = &model.layer(layer_id).variants[vi].inventory;
+        let mut out: Vec<String> = Vec::new();
+        let staying: Vec<&Rendered> = inventory
+            .iter()
+            .filter(|r| !moved.contains(&r.object))
+            .collect();
+        let moved: Vec<&Rendered> = inventory
+            .iter()
+            .filter(|r| from.contains(&r.object))
+            .collect();
+        for r in staying {
+            let needed = if r.key.kind == "Namespace" && r.key.api_version == "v1" {
+                moved
+                    .iter()
+                    .any(|m| m.key.namespace.as_deref() == Some(r.key.name.as_str()))
+            } else if r.key.kind == "CustomResourceDefinition" {
+                let obj = model.object(r.object);
+                let yaml = &model.repo.file(obj.file).yaml;
+                let kind = yaml
+                    .lookup(obj.root, &["spec", "names", "kind"])
+                    .and_then(|n| yaml.scalar(n));
+                moved.iter().any(|m| Some(m.key.kind.as_str()) == kind)
+            } else {
+                let mut any = false;
+                for m in &moved {
+                    if self.refers(m, r) {
+                        any = true;
+                        break;
+                    }
+                }
+                any
+            };
+            if needed {
+                let s = r.key.to_string();
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// Pairs (from, to) where an object on one side of the split names one on the other.
+    pub fn cross_references(
+        &mut self,
+        layer_id: LayerId,
+        vi: usize,
+        bundle: &Bundle,
+    ) -> Vec<(String, String)> {
+        let model = self.model;
+        let inventory = &model.layer(layer_id).variants[vi].inventory;
+        let mut out = Vec::new();
+        for a in inventory {
+            for b in inventory {
+                if bundle.moved.contains(&a.object) != bundle.moved.contains(&b.object)
+                    && self.refers(a, b)
+                {
+                    out.push((a.key.to_string(), b.key.to_string()));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn collect_scalars(v: &Value, out: &mut HashSet<String>) {
+    match v {
+        Value::Str(s, _) => {
+            out.insert(s.clone());
+        }
+        Value::Seq(items) => items.iter().for_each(|i| collect_scalars(i, out)),
+        Value::Map(entries) => entries.iter().for_each(|(_, v)| collect_scalars(v, out)),
+        Value::Null => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalogue_parses() {
+        let c = Catalogue::builtin();
+        assert_eq!(c.opt_in, "fluxmend.io/disposable");
+        assert!(c.images.len() >= 10 && c.charts.len() >= 5 && c.kinds.len() >= 2);
+    }
+
+    #[test]
+    fn image_repositories_and_globs() {
+        assert_eq!(
+            image_repository("data.forgejo.org/forgejo/runner:11.1.2"),
+            "data.forgejo.org/forgejo/runner"
+        );
+        assert_eq!(image_repository("docker.io/library/nginx:1"), "nginx");
+        assert_eq!(
+            image_repository("localhost:5000/ci/runner@sha256:abc"),
+            "localhost:5000/ci/runner"
+        );
+        assert!(glob("*/forgejo/runner", "code.forgejo.org/forgejo/runner"));
+        assert!(!glob("*/forgejo/runner", "forgejo/runner"));
+        assert!(glob("*/drone-runner-*", "drone/drone-runner-kube"));
+        assert!(!glob(
+            "*/actions-runner",
+            "ghcr.io/falcondev-oss/github-actions-cache-server"
+        ));
+        let c = Catalogue::builtin();
+        for (image, matched) in [
+            ("code.forgejo.org/forgejo/runner:6.3.1", true),
+            ("gitea/act_runner:0.2.11", true),
+            ("docker.gitea.com/act_runner:nightly", true),
+            ("ghcr.io/actions/actions-runner:2.327.1", true),
+            ("summerwind/actions-runner-dind:latest", true),
+            ("gitlab/gitlab-runner:alpine", true),
+            ("registry.gitlab.com/gitlab-org/gitlab-runner:v17", true),
+            ("woodpeckerci/woodpecker-agent:v3", true),
+            ("buildkite/agent:3", true),
+            ("drone/drone-runner-kube:latest", true),
+            ("jenkins/inbound-agent:latest", true),
+            ("ghcr.io/falcondev-oss/github-actions-cache-server:8", false),
+            ("codeberg.org/forgejo/forgejo:11", false),
+            ("docker:28.3.2-dind", false),
+            ("ghcr.io/renovatebot/renovate:41", false),
+            ("my-runner:1", false),
+        ] {
+            assert_eq!(c.image_reason(image).is_some(), matched, "{image}");
+        }
+    }
+
+    #[test]
+    fn repository_catalogue_errors_carry_lines() {
+        let err = Catalogue::from_text("images:\n  - match: [a/b]\n", "x.yaml").unwrap_err();
+        assert_eq!(
+            (err.line, err.message.as_str()),
+            (2, "every matcher needs a `reason`")
+        );
+        let err = Catalogue::from_text("imgs: []\n", "x.yaml").unwrap_err();
+        assert!(err.message.contains("unknown key `imgs`"), "{err}");
+        let c = Catalogue::from_text(
+            "images:\n  - reason: in-house runner\n    match: registry.example.com/ci/runner\n",
+            "x.yaml",
+        )
+        .unwrap();
+        assert_eq!(
+            c.image_reason("registry.example.com/ci/runner:3"),
+            Some("in-house runner")
+        );
+    }
+}

@@ -1,0 +1,1525 @@
+//! FM002 disposable-workload-in-gated-layer: a CI runner (or another disposable workload)
+//! health-gates a Flux Kustomization that also applies other objects or has dependents
+//! (seed 002). Documentation: `rules/FM002.md`; the catalogue: `rules/disposable.yaml`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::diagnostics::Severity;
+use crate::edit::{self, Changeset, TextEdit};
+use crate::load::{FileId, parent_of};
+use crate::model::{
+    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, ObjectIdx, ObjectKey, RefTarget,
+    Rendered, Renderer, Variant, join,
+};
+use crate::parse::{NodeId, NodeKind, Value, YamlFile};
+
+use super::disposable::{Analysis, Bundle, REPO_FILE};
+use super::layer_split::{
+    bringing_entry, copy_entry, copy_entry_nodes, display, entry_text, free_name, modelines,
+    prefix, register, relative_below, remove_items, resources_list, spec_indent,
+};
+use super::{Finding, Fix, Rule, RuleMeta};
+
+pub struct DisposableWorkloadInGatedLayer;
+
+static META: RuleMeta = RuleMeta {
+    id: "FM002",
+    name: "disposable-workload-in-gated-layer",
+    summary: "a disposable workload (a CI runner) health-gates a Flux Kustomization that holds other objects or has dependents",
+    doc: include_str!("../../rules/FM002.md"),
+};
+
+const TRADEOFF: &str = "Runner changes now wait on their own layer's ordering (after the old \
+layer when they need its objects); a red runners layer is the new, precise signal of a broken \
+runner, and the old layer reports only its own objects again. Moving objects between Flux \
+Kustomizations re-creates them once: the old layer prunes them before the new one applies them.";
+
+/// Spec fields of the old layer the new one copies verbatim (in the old document's order).
+const COPIED: &[&str] = &[
+    "interval",
+    "retryInterval",
+    "timeout",
+    "sourceRef",
+    "serviceAccountName",
+    "kubeConfig",
+    "decryption",
+    "postBuild",
+    "targetNamespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonMetadata",
+    "patches",
+    "images",
+    "force",
+    "deletionPolicy",
+    "prune",
+];
+
+impl Rule for DisposableWorkloadInGatedLayer {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, model: &Model) -> Vec<Finding> {
+        let mut analysis = Analysis::new(model);
+        let mut findings = Vec::new();
+        if let Some(e) = &analysis.catalogue_error {
+            findings.push(Finding {
+                rule: META.id,
+                severity: Severity::Error,
+                message: format!(
+                    "the disposable-workload catalogue in {REPO_FILE} is not used: {}; FM002 runs with the built-in catalogue only",
+                    e.message
+                ),
+                file: e.file.clone(),
+                line: e.line,
+                layer: LayerRef {
+                    namespace: String::new(),
+                    name: String::new(),
+                },
+                object: ObjectKey {
+                    api_version: String::new(),
+                    kind: String::new(),
+                    namespace: None,
+                    name: String::new(),
+                },
+                blocked_layers: Vec::new(),
+                masked_objects: 0,
+                fix: None,
+                no_fix_reason: None,
+            });
+        }
+        for (layer_id, layer) in model.live_layers() {
+            if layer.object.is_none() || (!layer.wait && layer.health_checks.is_empty()) {
+                continue;
+            }
+            for vi in 0..layer.variants.len() {
+                let bundle = analysis.bundle(layer_id, vi);
+                if bundle.gated.is_empty() {
+                    continue;
+                }
+                let blocked: Vec<LayerRef> = model
+                    .dependents(layer_id)
+                    .iter()
+                    .filter(|&&d| model.layer(d).live)
+                    .map(|&d| model.layer(d).id.clone())
+                    .collect();
+                // A layer of runners (and what they use) that gates nothing is the safe end state.
+                if blocked.is_empty() && bundle.staying.is_empty() {
+                    continue;
+                }
+                let fix = if bundle.staying.is_empty() {
+                    Err(format!(
+                        "{} holds only disposable workloads and what they use, so there is nothing to split out; what depends on it ({}) waits on runner health: drop those dependsOn entries if they do not need its objects",
+                        layer.id,
+                        names(&blocked)
+                    ))
+                } else {
+                    plan_fix(&mut analysis, layer_id, vi, &bundle)
+                };
+                let variant = &layer.variants[vi];
+                let mut found: Vec<Finding> = bundle
+                    .gated
+                    .iter()
+                    .map(|(inv, reason)| {
+                        describe(
+                            model,
+                            layer,
+                            variant,
+                            &variant.inventory[*inv],
+                            reason,
+                            &blocked,
+                            &bundle,
+                        )
+                    })
+                    .collect();
+                // The fix rides on the finding reported first.
+                found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+                let first = found
+                    .first()
+                    .map(|f| format!("{}:{}", f.file, f.line))
+                    .unwrap_or_default();
+                for (i, mut finding) in found.into_iter().enumerate() {
+                    match (&fix, i) {
+                        (Ok(f), 0) => finding.fix = Some(f.clone()),
+                        (Ok(_), _) => {
+                            finding.no_fix_reason =
+                                Some(format!("fixed with the finding at {first}"))
+                        }
+                        (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
+                    }
+                    findings.push(finding);
+                }
+            }
+        }
+        findings
+    }
+}
+
+fn names(layers: &[LayerRef]) -> String {
+    layers
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn describe(
+    model: &Model,
+    layer: &Layer,
+    variant: &Variant,
+    r: &Rendered,
+    reason: &str,
+    blocked: &[LayerRef],
+    bundle: &Bundle,
+) -> Finding {
+    let how = if layer.wait {
+        "wait: true"
+    } else {
+        "its healthChecks"
+    };
+    let masked = bundle.staying.len();
+    let mut message = format!(
+        "{} ({how}) health-gates {}, a disposable workload ({reason})",
+        layer.id, r.key
+    );
+    let bindings: Vec<String> = variant
+        .bindings
+        .iter()
+        .map(|(p, n)| format!("{p}={n}"))
+        .collect();
+    if !bindings.is_empty() {
+        message.push_str(&format!(" [variant {}]", bindings.join(", ")));
+    }
+    let blocks = if blocked.is_empty() {
+        "blocks no other layer".to_string()
+    } else {
+        format!("would leave {} DependencyNotReady", names(blocked))
+    };
+    message.push_str(&format!(
+        ". When it fails, the layer turns Ready=False: it {blocks} and masks the status of {} it applies",
+        plural(masked, "other object", "other objects")
+    ));
+    if layer.wait && !layer.health_checks.is_empty() {
+        let listed = layer.health_checks.iter().any(|hc| hc.matches(&r.key));
+        message.push_str(&format!(
+            ". Its {} ignored because wait is true: Flux checks every object it applies, not only the listed ones ({})",
+            plural(layer.health_checks.len(), "healthChecks entry is", "healthChecks entries are"),
+            if listed {
+                "this one is listed"
+            } else {
+                "this one is not even listed"
+            }
+        ));
+    }
+    let obj = model.object(r.object);
+    Finding {
+        rule: META.id,
+        severity: if blocked.is_empty() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        },
+        message,
+        file: model.repo.file(obj.file).path.clone(),
+        line: obj.line,
+        layer: layer.id.clone(),
+        object: r.key.clone(),
+        blocked_layers: blocked.to_vec(),
+        masked_objects: masked,
+        fix: None,
+        no_fix_reason: None,
+    }
+}
+
+/// Where the moved objects of one new layer come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Source {
+    /// An existing folder, `chain[k]`'s, renders exactly moved objects: it becomes the new
+    /// layer's path and the entry that listed it goes.
+    Folder { k: usize, dir: String },
+    /// Files (or documents of files) listed by the last kustomization of `chain`, or found by
+    /// Flux's generated walk when the chain is empty: they move to a new folder.
+    Files { chain: Vec<FileId> },
+}
+
+/// What the new layer's `dependsOn` says.
+enum DependsOn {
+    /// The old layer: the moved objects need objects that stay there.
+    OldLayer,
+    /// The old layer's own `dependsOn`, copied.
+    CopyOld,
+    Nothing,
+}
+
+/// Everything a plan touches, for the exclusivity check.
+#[derive(Default)]
+struct Touched {
+    /// Files whose documents move (deleted or split).
+    objects: BTreeSet<FileId>,
+    /// Kustomization files edited.
+    kustomizations: BTreeSet<FileId>,
+}
+
+fn plan_fix(
+    an: &mut Analysis,
+    layer_id: LayerId,
+    vi: usize,
+    bundle: &Bundle,
+) -> Result<Fix, String> {
+    let model = an.model;
+    let layer = model.layer(layer_id);
+    let obj = model.object(
+        layer
+            .object
+            .ok_or("the layer is created by the operator; nothing to edit")?,
+    );
+    let lfile = model.repo.file(obj.file);
+    if lfile.error.is_some() {
+        return Err(format!(
+            "{} does not parse to its end; fluxmend does not edit it",
+            lfile.path
+        ));
+    }
+    if layer.variants.len() != 1 {
+        return Err(format!(
+            "the path `{}` stands for {} folders (placeholders); FM002 splits layers of one folder only",
+            layer.path,
+            layer.variants.len()
+        ));
+    }
+    let variant = &layer.variants[vi];
+    if let Some(e) = &variant.error {
+        return Err(format!(
+            "{} does not render completely ({e})",
+            display(&variant.dir)
+        ));
+    }
+    let inventory = &variant.inventory;
+    let moved: Vec<usize> = (0..inventory.len())
+        .filter(|&i| bundle.moved.contains(&inventory[i].object))
+        .collect();
+    for &i in &moved {
+        let o = inventory[i].object;
+        if inventory.iter().filter(|r| r.object == o).count() > 1 {
+            return Err(format!(
+                "{} is rendered more than once in {}",
+                inventory[i].key, layer.id
+            ));
+        }
+    }
+    let flux = flux_overlays(model, layer)?;
+    // Group the moved objects by where they come from: one new layer per group.
+    let mut renderer = Renderer::new(model);
+    let mut groups: Vec<(Source, Vec<usize>)> = Vec::new();
+    for &i in &moved {
+        let source = source_of(model, &mut renderer, variant, &inventory[i], bundle);
+        match groups.iter_mut().find(|(s, _)| *s == source) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((source, vec![i])),
+        }
+    }
+    let moved_bindings = moved.iter().any(|&i| {
+        let k = &inventory[i].key;
+        k.group() == "rbac.authorization.k8s.io"
+            && (k.kind == "RoleBinding" || k.kind == "ClusterRoleBinding")
+    });
+    let mut ctx = Ctx {
+        model,
+        variant,
+        changes: Changeset::default(),
+        touched: Touched::default(),
+        planned_dirs: Vec::new(),
+        flux,
+        moved_bindings,
+    };
+    let mut docs = Vec::new();
+    let mut planned_names = Vec::new();
+    let mut paths = Vec::new();
+    for (source, members) in &groups {
+        let carried_prefix = {
+            let levels = match source {
+                Source::Folder { k, .. } => inventory[members[0]].chain[..*k].to_vec(),
+                Source::Files { chain } => chain.clone(),
+            };
+            levels.iter().any(|&f| {
+                model
+                    .kustomize_dirs
+                    .get(parent_of(&model.repo.file(f).path))
+                    .is_some_and(|d| !d.name_prefix.is_empty() || !d.name_suffix.is_empty())
+            }) || ctx.flux.prefix_or_suffix
+        };
+        let crossing = if carried_prefix {
+            let mut only_group = bundle.clone();
+            only_group.moved = members.iter().map(|&i| inventory[i].object).collect();
+            an.cross_references(layer_id, vi, &only_group)
+                .into_iter()
+                .next()
+        } else {
+            None
+        };
+        let name = free_name(
+            model,
+            layer,
+            &format!("{}-runners", layer.id.name),
+            &planned_names,
+        );
+        planned_names.push(name.clone());
+        let planned = match (source, crossing) {
+            (_, Some((a, b))) => Err(format!(
+                "namePrefix/nameSuffix rename references, and {a} names {b} across the split: kustomize would no longer rewrite that reference"
+            )),
+            (Source::Folder { k: 0, dir }, None) => ctx.plan_move_folder(dir),
+            (Source::Folder { k, dir }, None) => ctx.plan_folder(an, *k, dir, members, &name),
+            (Source::Files { chain }, None) => ctx.plan_files(an, chain, members, &name),
+        };
+        let dir = planned.map_err(|e| {
+            let from = match source {
+                Source::Folder { dir, .. } => dir.clone(),
+                Source::Files { chain } => chain.last().map_or_else(
+                    || display(&variant.dir).to_string(),
+                    |&f| display(parent_of(&model.repo.file(f).path)).to_string(),
+                ),
+            };
+            if groups.len() > 1 {
+                format!("the workloads of {from} cannot move ({e}); fluxmend moves all of a layer's disposable workloads or none")
+            } else {
+                e
+            }
+        })?;
+        let path = path_text(layer, &dir)?;
+        let group: BTreeSet<ObjectIdx> = members.iter().map(|&i| inventory[i].object).collect();
+        let needs = an.needs(layer_id, vi, &group, &bundle.moved);
+        let depends = if !needs.is_empty() {
+            DependsOn::OldLayer
+        } else if !layer.depends_on.is_empty() {
+            DependsOn::CopyOld
+        } else {
+            DependsOn::Nothing
+        };
+        docs.push((
+            name.clone(),
+            new_layer_document(&lfile.yaml, obj.root, layer, &name, &path, &depends),
+        ));
+        let deps = match depends {
+            DependsOn::OldLayer => {
+                format!("dependsOn {}: it needs {}", layer.id.name, needs.join(", "))
+            }
+            DependsOn::CopyOld => format!("dependsOn what {} depends on", layer.id.name),
+            DependsOn::Nothing => "no dependsOn".into(),
+        };
+        paths.push(format!(
+            "a new Kustomization {name} (path {path}, wait: true, {deps})"
+        ));
+    }
+    if let Some(reason) = used_elsewhere(model, layer_id, vi, &ctx.touched) {
+        return Err(reason);
+    }
+    let mut changes = ctx.changes;
+    register(model, layer, &docs, &mut changes)?;
+    let dropped = drop_health_checks(model, layer, inventory, &moved, &mut changes)?;
+    let workloads = bundle.gated.len();
+    let companions = moved.len() - workloads;
+    let mut description = format!(
+        "move {}{} out of {} into {}; nothing depends on {}",
+        plural(workloads, "disposable workload", "disposable workloads"),
+        if companions > 0 {
+            format!(
+                " and {} only {} use{}",
+                plural(companions, "object", "objects"),
+                if workloads == 1 { "it" } else { "they" },
+                if workloads == 1 { "s" } else { "" }
+            )
+        } else {
+            String::new()
+        },
+        layer.id,
+        paths.join(" and "),
+        if paths.len() == 1 { "it" } else { "them" }
+    );
+    if dropped > 0 {
+        description.push_str(&format!(
+            "; drop the {} of {} naming them",
+            plural(dropped, "healthChecks entry", "healthChecks entries"),
+            layer.id.name
+        ));
+    }
+    Ok(Fix {
+        description,
+        tradeoff: TRADEOFF,
+        changes,
+    })
+}
+
+/// The outermost folder of the chain that renders moved objects only, or the files.
+fn source_of(
+    model: &Model,
+    renderer: &mut Renderer,
+    variant: &Variant,
+    r: &Rendered,
+    bundle: &Bundle,
+) -> Source {
+    let first = usize::from(!variant.generated);
+    for k in first..r.chain.len() {
+        let dir = parent_of(&model.repo.file(r.chain[k]).path).to_string();
+        let only_moved = renderer
+            .render_dir(&dir)
+            .as_ref()
+            .as_ref()
+            .is_ok_and(|objs| {
+                !objs.is_empty() && objs.iter().all(|o| bundle.moved.contains(&o.object))
+            });
+        if only_moved {
+            return Source::Folder { k, dir };
+        }
+    }
+    Source::Files {
+        chain: r.chain.clone(),
+    }
+}
+
+/// What the old layer's spec layers on top of the build, as far as a split cares.
+struct FluxOverlays {
+    /// `spec.namePrefix` or `spec.nameSuffix` is set.
+    prefix_or_suffix: bool,
+    /// `spec.targetNamespace`.
+    target_namespace: Option<String>,
+}
+
+fn flux_overlays(model: &Model, layer: &Layer) -> Result<FluxOverlays, String> {
+    let obj = model.object(layer.object.expect("checked"));
+    let file = model.repo.file(obj.file);
+    let yaml = &file.yaml;
+    let scalar = |k: &str| {
+        yaml.lookup(obj.root, &["spec", k])
+            .and_then(|n| yaml.scalar(n))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "patches"]) {
+        for &item in yaml.items(list) {
+            if yaml.lookup(item, &["target"]).is_none() {
+                return Err(format!(
+                    "{}:{}: a spec.patches entry without a target would fail in the layer that no longer holds its object",
+                    file.path,
+                    yaml.line_of(yaml.node(item).span.start)
+                ));
+            }
+        }
+    }
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
+        let dir = layer.variants.first().map_or("", |v| v.dir.as_str());
+        for &item in yaml.items(list) {
+            let text = yaml.scalar(item).unwrap_or_default();
+            let comp = join(dir, text).and_then(|d| model.kustomize_dirs.get(&d));
+            match comp {
+                Some(c) if only_resources(model, c.file) => {}
+                _ => {
+                    return Err(format!(
+                        "{}:{}: component `{text}` may change the moved objects; fluxmend does not carry components over",
+                        file.path,
+                        yaml.line_of(yaml.node(item).span.start)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(FluxOverlays {
+        prefix_or_suffix: scalar("namePrefix").is_some() || scalar("nameSuffix").is_some(),
+        target_namespace: scalar("targetNamespace"),
+    })
+}
+
+/// A kustomization (or component) that only lists resources: it transforms nothing.
+fn only_resources(model: &Model, file: FileId) -> bool {
+    let f = model.repo.file(file);
+    let Some(doc) = f.yaml.docs.first() else {
+        return true;
+    };
+    match &f.yaml.node(doc.root).kind {
+        NodeKind::Mapping { entries, .. } => entries.iter().all(|&(k, _)| {
+            matches!(
+                f.yaml.scalar(k),
+                Some("apiVersion" | "kind" | "metadata" | "resources")
+            )
+        }),
+        _ => false,
+    }
+}
+
+struct Ctx<'a, 'm, 'r> {
+    model: &'m Model<'r>,
+    variant: &'a Variant,
+    changes: Changeset,
+    touched: Touched,
+    planned_dirs: Vec<String>,
+    flux: FluxOverlays,
+    moved_bindings: bool,
+}
+
+impl Ctx<'_, '_, '_> {
+    /// An existing folder renders the moved objects only: the entry listing it goes. With
+    /// nothing to carry over it becomes the new layer's path as it is; otherwise a new `runners`
+    /// folder beside the entry wraps it with what the levels above it did (the folder itself,
+    /// perhaps shared, is not edited).
+    fn plan_folder(
+        &mut self,
+        an: &mut Analysis,
+        k: usize,
+        dir: &str,
+        members: &[usize],
+        layer_name: &str,
+    ) -> Result<String, String> {
+        let model = self.model;
+        let r = &self.variant.inventory[members[0]];
+        let (kfile, item) = bringing_entry(model, r, k - 1)
+            .ok_or_else(|| format!("cannot find the resources entry that lists {dir}"))?;
+        self.remove_entries(kfile, &[item])?;
+        let lines = self.carry(an, &r.chain[..k], members, false)?;
+        if lines.is_empty() {
+            return Ok(dir.to_string());
+        }
+        let lister = model.repo.file(kfile);
+        let listing_dir = parent_of(&lister.path);
+        let folder = self.free_folder(&format!("{}runners", prefix(listing_dir)))?;
+        let rel = relative_path(&folder, dir);
+        let text = kustomization_text(
+            lister.yaml.line_ending.as_str(),
+            Some(lister),
+            listing_dir,
+            layer_name,
+            &lines,
+            &[rel],
+        );
+        self.changes
+            .create(&format!("{folder}/kustomization.yaml"), text);
+        Ok(folder)
+    }
+
+    /// A folder with a kustomization of its own inside a generated path renders the moved
+    /// objects only: the generated walk picks it up as a whole, so it moves whole, out of that
+    /// path, to the same depth (`<path>-runners/<folder>`), where its relative references
+    /// still resolve.
+    fn plan_move_folder(&mut self, dir: &str) -> Result<String, String> {
+        let model = self.model;
+        let base = &self.variant.dir;
+        let rel = relative_below(base, dir)
+            .filter(|r| !r.is_empty() && !base.is_empty())
+            .ok_or_else(|| format!("{dir} is not below {}", display(base)))?;
+        if let Some(other) = model
+            .repo
+            .other_files()
+            .find(|p| relative_below(dir, parent_of(p)).is_some())
+        {
+            return Err(format!(
+                "{dir} holds {other}, which is not YAML: fluxmend moves only what it has read"
+            ));
+        }
+        // References that climb out of the folder must land outside the generated path.
+        for (kdir, k) in &model.kustomize_dirs {
+            if relative_below(dir, kdir).is_none() {
+                continue;
+            }
+            let f = model.repo.file(k.file);
+            let mut texts = Vec::new();
+            if let Ok(v) = f.yaml.value(k.root) {
+                collect_strings(&v, &mut texts);
+            }
+            for t in texts.iter().filter(|t| t.starts_with("../")) {
+                let lands = join(kdir, t).unwrap_or_default();
+                if relative_below(dir, &lands).is_none() && relative_below(base, &lands).is_some() {
+                    return Err(format!(
+                        "{} refers to `{t}` inside {}; moving the folder out would break it",
+                        f.path,
+                        display(base)
+                    ));
+                }
+            }
+        }
+        let root = (1..)
+            .map(|i| {
+                if i == 1 {
+                    format!("{base}-runners")
+                } else {
+                    format!("{base}-runners-{i}")
+                }
+            })
+            .find(|d| {
+                !model.repo.is_dir(d) && !model.repo.is_file(d) && !self.planned_dirs.contains(d)
+            })
+            .expect("an unbounded sequence has a free name");
+        self.planned_dirs.push(root.clone());
+        let target = format!("{root}/{rel}");
+        if let Some(by) = generated_cover(model, &target) {
+            return Err(format!(
+                "a new folder {target} would also be picked up by the generated kustomization of {by}"
+            ));
+        }
+        for (id, f) in model.repo.files.iter().enumerate() {
+            let Some(inner) = relative_below(dir, &f.path) else {
+                continue;
+            };
+            if f.error.is_some() {
+                return Err(format!("{} does not parse to its end", f.path));
+            }
+            self.changes.delete(&f.path);
+            self.changes.create(
+                &format!("{target}/{inner}"),
+                format!(
+                    "{}{}",
+                    if f.yaml.bom { "\u{feff}" } else { "" },
+                    f.yaml.text
+                ),
+            );
+            self.touched.objects.insert(id);
+            self.touched.kustomizations.insert(id);
+        }
+        Ok(target)
+    }
+
+    /// A free folder name: `base`, `base-2`, …
+    fn free_folder(&mut self, base: &str) -> Result<String, String> {
+        let model = self.model;
+        let folder = std::iter::once(base.to_string())
+            .chain((2..).map(|i| format!("{base}-{i}")))
+            .find(|d| {
+                !model.repo.is_dir(d) && !model.repo.is_file(d) && !self.planned_dirs.contains(d)
+            })
+            .expect("an unbounded sequence has a free name");
+        self.planned_dirs.push(folder.clone());
+        if let Some(by) = generated_cover(model, &folder) {
+            return Err(format!(
+                "a new folder {folder} would also be picked up by the generated kustomization of {by}"
+            ));
+        }
+        Ok(folder)
+    }
+
+    /// Files listed by a kustomization (or picked up by a generated walk) move to a new folder
+    /// with its own kustomization, which carries what the chain did to them.
+    fn plan_files(
+        &mut self,
+        an: &mut Analysis,
+        chain: &[FileId],
+        members: &[usize],
+        layer_name: &str,
+    ) -> Result<String, String> {
+        let model = self.model;
+        let inventory = &self.variant.inventory;
+        let listing = chain.last().copied();
+        let base = match listing {
+            Some(f) => format!("{}runners", prefix(parent_of(&model.repo.file(f).path))),
+            None if self.variant.dir.is_empty() => {
+                return Err(
+                    "the layer's path is the repository root and has no kustomization file; there is no folder outside it to move the workloads to".into(),
+                );
+            }
+            None => format!("{}-runners", self.variant.dir),
+        };
+        let folder = self.free_folder(&base)?;
+        let lines = self.carry(an, chain, members, true)?;
+        // The files, in the order the layer renders them.
+        let mut files: Vec<(FileId, Vec<usize>)> = Vec::new();
+        for &i in members {
+            let file = model.object(inventory[i].object).file;
+            match files.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, docs)) => docs.push(i),
+                None => files.push((file, vec![i])),
+            }
+        }
+        let lister = listing.map(|f| model.repo.file(f));
+        let eol = lister
+            .map_or(model.repo.file(files[0].0).yaml.line_ending, |f| {
+                f.yaml.line_ending
+            })
+            .as_str();
+        let mut names: Vec<String> = Vec::new();
+        let mut removed: BTreeMap<FileId, Vec<NodeId>> = BTreeMap::new();
+        let mut dot_slash = false;
+        for (file, docs) in &files {
+            let src = model.repo.file(*file);
+            if src.error.is_some() {
+                return Err(format!(
+                    "{} does not parse to its end; fluxmend does not edit it",
+                    src.path
+                ));
+            }
+            let basename = src.path.rsplit('/').next().unwrap_or("runners.yaml");
+            let name = free_file_name(basename, &names);
+            let objects = model.objects_in(*file);
+            let content_docs = src
+                .yaml
+                .docs
+                .iter()
+                .filter(|d| src.yaml.value(d.root).is_ok_and(|v| v != Value::Null))
+                .count();
+            let whole = content_docs == objects.len()
+                && objects
+                    .iter()
+                    .all(|o| docs.iter().any(|&i| inventory[i].object == *o));
+            if whole {
+                self.changes.delete(&src.path);
+                self.changes.create(
+                    &format!("{folder}/{name}"),
+                    format!(
+                        "{}{}",
+                        if src.yaml.bom { "\u{feff}" } else { "" },
+                        src.yaml.text
+                    ),
+                );
+                if listing.is_some() {
+                    let (kfile, item) = bringing_entry(model, &inventory[docs[0]], chain.len() - 1)
+                        .ok_or_else(|| {
+                            format!("cannot find the resources entry that lists {}", src.path)
+                        })?;
+                    let kf = model.repo.file(kfile);
+                    dot_slash |= kf.yaml.scalar(item).is_some_and(|t| t.starts_with("./"));
+                    removed.entry(kfile).or_default().push(item);
+                }
+            } else {
+                if objects.iter().any(|&o| model.object(o).encrypted) {
+                    return Err(format!(
+                        "{} is SOPS-encrypted and holds objects that stay; splitting it would break its MAC",
+                        src.path
+                    ));
+                }
+                let mut moved_docs: Vec<usize> = docs
+                    .iter()
+                    .map(|&i| model.object(inventory[i].object).doc)
+                    .collect();
+                moved_docs.sort_unstable();
+                let text = &src.yaml.text;
+                let feol = src.yaml.line_ending.as_str();
+                let mut out = String::new();
+                // The file's header comment (before its first `---`) describes both halves.
+                if let Some(first) = src.yaml.docs.first() {
+                    let header = &text[..first.region.start];
+                    if header.lines().all(|l| {
+                        let t = l.trim();
+                        t.is_empty() || t.starts_with('#')
+                    }) {
+                        out.push_str(header);
+                    }
+                }
+                for &d in &moved_docs {
+                    let (start, end) = edit::document_region(&src.yaml, d);
+                    let region = &text[start..end];
+                    let body = match region.strip_prefix("---") {
+                        Some(rest) => rest.find('\n').map_or("", |i| &rest[i + 1..]),
+                        None => region,
+                    };
+                    out.push_str(&format!("---{feol}{body}"));
+                    if !out.ends_with('\n') {
+                        out.push_str(feol);
+                    }
+                    self.changes.edit(
+                        &src.path,
+                        TextEdit {
+                            start,
+                            end,
+                            text: String::new(),
+                        },
+                    );
+                }
+                self.changes.create(
+                    &format!("{folder}/{name}"),
+                    format!("{}{out}", if src.yaml.bom { "\u{feff}" } else { "" }),
+                );
+            }
+            self.touched.objects.insert(*file);
+            names.push(name);
+        }
+        for (kfile, items) in &removed {
+            self.remove_entries(*kfile, items)?;
+        }
+        // The new folder's kustomization.
+        let from = match lister {
+            Some(f) => parent_of(&f.path).to_string(),
+            None => self.variant.dir.clone(),
+        };
+        let entries: Vec<String> = names
+            .iter()
+            .map(|n| format!("{}{n}", if dot_slash { "./" } else { "" }))
+            .collect();
+        let out = kustomization_text(eol, lister, &from, layer_name, &lines, &entries);
+        self.changes
+            .create(&format!("{folder}/kustomization.yaml"), out);
+        Ok(folder)
+    }
+
+    fn remove_entries(&mut self, kfile: FileId, items: &[NodeId]) -> Result<(), String> {
+        let model = self.model;
+        let f = model.repo.file(kfile);
+        if f.error.is_some() {
+            return Err(format!("{} does not parse to its end", f.path));
+        }
+        let mut by_list: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
+        for &item in items {
+            let list = resources_list(model, kfile, item)
+                .ok_or_else(|| format!("entry not found in the resources of {}", f.path))?;
+            by_list.entry(list).or_default().insert(item);
+        }
+        for (list, items) in by_list {
+            remove_items(&f.yaml, list, &items, &f.path, &mut self.changes)?;
+        }
+        self.touched.kustomizations.insert(kfile);
+        Ok(())
+    }
+
+    /// The lines (without line endings) that make the new kustomization do to the moved
+    /// objects what `levels` (outermost first) did: namespace, name prefix/suffix, labels,
+    /// annotations, images, and the innermost level's targeted inline patches. Anything that
+    /// cannot be carried over exactly is an error naming it.
+    fn carry(
+        &mut self,
+        an: &mut Analysis,
+        levels: &[FileId],
+        members: &[usize],
+        innermost_is_listing: bool,
+    ) -> Result<Vec<String>, String> {
+        let model = self.model;
+        let moved: Vec<&Rendered> = members
+            .iter()
+            .map(|&i| &self.variant.inventory[i])
+            .collect();
+        let mut namespaces: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
+        let mut prefixes: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
+        let mut suffixes: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
+        let mut plain: BTreeMap<&str, Vec<(usize, NodeId, NodeId)>> = BTreeMap::new();
+        let mut patches: Vec<String> = Vec::new();
+        for (level, &file) in levels.iter().enumerate() {
+            let f = model.repo.file(file);
+            let yaml = &f.yaml;
+            let Some(k) = model.kustomize_dirs.get(parent_of(&f.path)) else {
+                continue;
+            };
+            let NodeKind::Mapping { entries, .. } = &yaml.node(k.root).kind else {
+                continue;
+            };
+            let innermost = innermost_is_listing && level + 1 == levels.len();
+            let at = |n: NodeId| format!("{}:{}", f.path, yaml.line_of(yaml.node(n).span.start));
+            for &(key, value) in entries {
+                let name = yaml.scalar(key).unwrap_or_default();
+                let text = yaml.scalar(value).unwrap_or_default().to_string();
+                match name {
+                    "apiVersion" | "kind" | "metadata" | "resources" | "bases" | "sortOptions"
+                    | "generatorOptions" | "openapi" | "crds" => {}
+                    "namespace" if !text.is_empty() => namespaces.push((level, key, value, text)),
+                    "namePrefix" if !text.is_empty() => prefixes.push((level, key, value, text)),
+                    "nameSuffix" if !text.is_empty() => suffixes.push((level, key, value, text)),
+                    "namespace" | "namePrefix" | "nameSuffix" => {}
+                    "commonLabels" | "labels" | "commonAnnotations" | "images" => {
+                        plain.entry(name).or_default().push((level, key, value));
+                    }
+                    "patches" | "patchesStrategicMerge" | "patchesJson6902" => {
+                        for &item in yaml.items(value) {
+                            if !patch_may_touch(model, f.path.as_str(), yaml, item, &moved) {
+                                continue;
+                            }
+                            let inline_targeted = name == "patches"
+                                && yaml.lookup(item, &["target"]).is_some()
+                                && yaml.lookup(item, &["patch"]).is_some();
+                            if innermost && inline_targeted {
+                                let dash =
+                                    yaml.node(item).dash.ok_or("patch item without a dash")?;
+                                let start = yaml.line_start(dash);
+                                let end = edit::after_line(&yaml.text, yaml.node(item).span.end);
+                                patches.push(
+                                    edit::resolved_text(yaml, start, end)
+                                        .replace("\r\n", "\n")
+                                        .trim_end_matches('\n')
+                                        .to_string(),
+                                );
+                            } else {
+                                return Err(format!(
+                                    "{}: a patch that may target the moved objects; fluxmend carries over only targeted inline `patches` of the kustomization that lists them",
+                                    at(item)
+                                ));
+                            }
+                        }
+                    }
+                    "replicas" => {
+                        for &item in yaml.items(value) {
+                            let n = yaml.lookup(item, &["name"]).and_then(|n| yaml.scalar(n));
+                            if moved
+                                .iter()
+                                .any(|m| Some(model.object(m.object).key.name.as_str()) == n)
+                            {
+                                return Err(format!(
+                                    "{}: `replicas` names a moved object; fluxmend does not carry it over",
+                                    at(item)
+                                ));
+                            }
+                        }
+                    }
+                    "configMapGenerator" | "secretGenerator" => {
+                        for &item in yaml.items(value) {
+                            let Some(n) = yaml.lookup(item, &["name"]).and_then(|n| yaml.scalar(n))
+                            else {
+                                continue;
+                            };
+                            for m in &moved {
+                                if an.mentions(m.object, n) {
+                                    return Err(format!(
+                                        "{}: {} names the generated {n}, whose hashed name the new folder would not know",
+                                        at(item),
+                                        m.key
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    "components" => {
+                        for c in &k.components {
+                            let ok = match &c.target {
+                                RefTarget::Dir(d) => model
+                                    .kustomize_dirs
+                                    .get(d)
+                                    .is_some_and(|comp| only_resources(model, comp.file)),
+                                _ => false,
+                            };
+                            if !ok {
+                                return Err(format!(
+                                    "{}: a component of this kustomization may change the moved objects; fluxmend does not carry components over",
+                                    at(value)
+                                ));
+                            }
+                        }
+                    }
+                    other => {
+                        return Err(format!(
+                            "{}: `{other}` may change the moved objects; fluxmend does not carry it over",
+                            at(key)
+                        ));
+                    }
+                }
+            }
+        }
+        let level_yaml = |level: usize| &model.repo.file(levels[level]).yaml;
+        let mut lines: Vec<String> = Vec::new();
+        let verbatim = |lines: &mut Vec<String>, level: usize, k: NodeId, v: NodeId| {
+            let yaml = level_yaml(level);
+            let indent =
+                &yaml.text[yaml.line_start(yaml.node(k).span.start)..yaml.node(k).span.start];
+            for l in entry_text(yaml, k, v).split('\n') {
+                lines.push(l.strip_prefix(indent).unwrap_or(l).to_string());
+            }
+        };
+        // namespace: the outermost wins.
+        let mut distinct: BTreeSet<&str> = namespaces.iter().map(|n| n.3.as_str()).collect();
+        if let Some(t) = &self.flux.target_namespace {
+            distinct.insert(t.as_str());
+        }
+        if distinct.len() > 1 && self.moved_bindings {
+            return Err(
+                "several namespace transformers apply to moved RoleBindings; kustomize sets their subjects' namespaces level by level, which one kustomization cannot reproduce".into(),
+            );
+        }
+        if let Some((level, k, v, ns)) = namespaces.first() {
+            if namespaces.len() == 1 {
+                verbatim(&mut lines, *level, *k, *v);
+            } else {
+                lines.push(format!("namespace: {}", edit::scalar_text(ns)));
+            }
+        }
+        for (key, list, outer_first) in [
+            ("namePrefix", &prefixes, true),
+            ("nameSuffix", &suffixes, false),
+        ] {
+            match list.len() {
+                0 => {}
+                1 => verbatim(&mut lines, list[0].0, list[0].1, list[0].2),
+                _ => {
+                    let mut parts: Vec<&str> = list.iter().map(|p| p.3.as_str()).collect();
+                    if !outer_first {
+                        parts.reverse();
+                    }
+                    lines.push(format!("{key}: {}", edit::scalar_text(&parts.concat())));
+                }
+            }
+        }
+        // Labels and annotations: order-independent only when no key gets two values.
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for field in ["commonLabels", "labels"] {
+            for &(level, _, v) in plain.get(field).map_or(&[][..], Vec::as_slice) {
+                let value = level_yaml(level).value(v).unwrap_or(Value::Null);
+                let maps: Vec<Value> = if field == "labels" {
+                    value
+                        .seq()
+                        .iter()
+                        .filter_map(|l| l.get("pairs").cloned())
+                        .collect()
+                } else {
+                    vec![value]
+                };
+                for m in maps {
+                    if let Value::Map(pairs) = m {
+                        for (k, v) in pairs {
+                            let (k, v) = (edit::value_flow_text(&k), edit::value_flow_text(&v));
+                            if let Some(old) = seen.insert(k.clone(), v.clone())
+                                && old != v
+                            {
+                                return Err(format!(
+                                    "label {k} is set to {old} and {v} by different kustomizations; fluxmend does not merge them"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for field in ["commonLabels", "labels", "commonAnnotations", "images"] {
+            let list = plain.get(field).map_or(&[][..], Vec::as_slice);
+            match list.len() {
+                0 => {}
+                1 => verbatim(&mut lines, list[0].0, list[0].1, list[0].2),
+                _ if field == "images" => {
+                    return Err(
+                        "several kustomizations set `images`; fluxmend does not merge them".into(),
+                    );
+                }
+                _ => {
+                    let mut merged: Vec<(Value, Value)> = Vec::new();
+                    let mut items: Vec<Value> = Vec::new();
+                    for &(level, _, v) in list {
+                        match level_yaml(level).value(v).unwrap_or(Value::Null) {
+                            Value::Map(pairs) => {
+                                for (k, v) in pairs {
+                                    if let Some(e) = merged.iter_mut().find(|(mk, _)| *mk == k) {
+                                        if e.1 != v && field == "commonAnnotations" {
+                                            return Err(format!(
+                                                "annotation {} is set twice with different values; fluxmend does not merge them",
+                                                edit::value_flow_text(&k)
+                                            ));
+                                        }
+                                    } else {
+                                        merged.push((k, v));
+                                    }
+                                }
+                            }
+                            Value::Seq(s) => items.extend(s),
+                            _ => {}
+                        }
+                    }
+                    lines.push(format!("{field}:"));
+                    if field == "labels" {
+                        lines.extend(edit::value_block_lines(&Value::Seq(items), 2));
+                    } else {
+                        lines.extend(edit::value_block_lines(&Value::Map(merged), 2));
+                    }
+                }
+            }
+        }
+        if !patches.is_empty() {
+            lines.push("patches:".into());
+            lines.extend(
+                patches
+                    .iter()
+                    .flat_map(|p| p.split('\n').map(str::to_string)),
+            );
+        }
+        Ok(lines)
+    }
+}
+
+/// A new folder's kustomization: the listing kustomization's `---` and modelines, a comment,
+/// the carried lines and the resources.
+fn kustomization_text(
+    eol: &str,
+    lister: Option<&crate::load::SourceFile>,
+    from: &str,
+    layer_name: &str,
+    lines: &[String],
+    resources: &[String],
+) -> String {
+    let mut out = String::new();
+    let mut item_indent = "  ".to_string();
+    if let Some(f) = lister {
+        if f.yaml.text.starts_with("---") {
+            out.push_str(&format!("---{eol}"));
+        }
+        for m in modelines(&f.yaml, 0) {
+            out.push_str(&format!("{m}{eol}"));
+        }
+        let first_item = f
+            .yaml
+            .docs
+            .first()
+            .and_then(|d| f.yaml.lookup(d.root, &["resources"]))
+            .and_then(|l| f.yaml.items(l).first().copied());
+        if let Some(dash) = first_item.and_then(|i| f.yaml.node(i).dash) {
+            item_indent = f.yaml.text[f.yaml.line_start(dash)..dash].to_string();
+        }
+    }
+    out.push_str(&format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1{eol}kind: Kustomization{eol}"
+    ));
+    out.push_str(&format!(
+        "# Split out of {} by fluxmend FM002; applied by the Flux Kustomization {layer_name}.{eol}",
+        display(from)
+    ));
+    for l in lines {
+        out.push_str(&format!("{l}{eol}"));
+    }
+    out.push_str(&format!("resources:{eol}"));
+    for r in resources {
+        out.push_str(&format!("{item_indent}- {}{eol}", edit::scalar_text(r)));
+    }
+    out
+}
+
+/// The relative path from directory `from` to directory `to` (both repository-relative).
+fn relative_path(from: &str, to: &str) -> String {
+    let a: Vec<&str> = from.split('/').filter(|s| !s.is_empty()).collect();
+    let b: Vec<&str> = to.split('/').filter(|s| !s.is_empty()).collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<&str> = vec![".."; a.len() - common];
+    parts.extend(&b[common..]);
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Str(s, _) => out.push(s.clone()),
+        Value::Seq(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Map(entries) => entries.iter().for_each(|(_, v)| collect_strings(v, out)),
+        Value::Null => {}
+    }
+}
+
+/// A file name not yet used in the new folder: `name`, or `stem-2.ext`, …
+fn free_file_name(name: &str, used: &[String]) -> String {
+    if !used.iter().any(|u| u == name) {
+        return name.to_string();
+    }
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    (2..)
+        .map(|i| {
+            if ext.is_empty() {
+                format!("{stem}-{i}")
+            } else {
+                format!("{stem}-{i}.{ext}")
+            }
+        })
+        .find(|n| !used.contains(n))
+        .expect("an unbounded sequence has a free name")
+}
+
+/// Whether a patch of a kustomization may change one of the moved objects. Targets are
+/// regular expressions to kustomize: plain names and `(a|b)` alternations are decided, anything
+/// else may match.
+fn patch_may_touch(
+    model: &Model,
+    kfile_path: &str,
+    yaml: &YamlFile,
+    item: NodeId,
+    moved: &[&Rendered],
+) -> bool {
+    let target = yaml
+        .lookup(item, &["target"])
+        .and_then(|t| yaml.value(t).ok());
+    if let Some(t) = target {
+        return moved.iter().any(|m| {
+            let raw = &model.object(m.object).key;
+            let version = m.key.api_version.rsplit('/').next().unwrap_or_default();
+            let field = |k: &str, candidates: &[&str]| {
+                t.str_at(&[k])
+                    .is_none_or(|p| candidates.iter().any(|c| pattern_may_match(p, c)))
+            };
+            field("kind", &[&m.key.kind])
+                && field("name", &[&raw.name, &m.key.name])
+                && field(
+                    "namespace",
+                    &[
+                        m.key.namespace.as_deref().unwrap_or_default(),
+                        raw.namespace.as_deref().unwrap_or_default(),
+                    ],
+                )
+                && field("group", &[m.key.group()])
+                && field("version", &[version])
+        });
+    }
+    // Without a target the patch names its object: an inline patch, or a file.
+    let body = yaml
+        .lookup(item, &["patch"])
+        .or_else(|| yaml.scalar(item).filter(|s| s.contains('\n')).map(|_| item))
+        .and_then(|n| yaml.scalar(n))
+        .map(str::to_string);
+    let path = yaml
+        .lookup(item, &["path"])
+        .and_then(|n| yaml.scalar(n))
+        .or_else(|| yaml.scalar(item).filter(|s| !s.contains('\n')));
+    let text = match (body, path) {
+        (Some(b), _) => b,
+        (None, Some(p)) => {
+            let Some(file) = join(parent_of(kfile_path), p).and_then(|p| model.repo.file_id(&p))
+            else {
+                return true;
+            };
+            model.repo.file(file).yaml.text.clone()
+        }
+        _ => return true,
+    };
+    let (patch, err) = YamlFile::parse(&text);
+    if err.is_some() || patch.docs.is_empty() {
+        return true;
+    }
+    patch.docs.iter().any(|d| {
+        let get = |keys: &[&str]| patch.lookup(d.root, keys).and_then(|n| patch.scalar(n));
+        let (Some(kind), Some(name)) = (get(&["kind"]), get(&["metadata", "name"])) else {
+            return true;
+        };
+        moved.iter().any(|m| {
+            m.key.kind == kind && (model.object(m.object).key.name == name || m.key.name == name)
+        })
+    })
+}
+
+/// Whether a kustomize target pattern (an anchored regular expression) may match `text`.
+fn pattern_may_match(pattern: &str, text: &str) -> bool {
+    let meta = |s: &str| {
+        s.contains([
+            '.', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$', '\\',
+        ])
+    };
+    if !meta(pattern) {
+        return pattern == text;
+    }
+    let inner = pattern
+        .strip_prefix('(')
+        .and_then(|p| p.strip_suffix(')'))
+        .unwrap_or(pattern);
+    let alternatives: Vec<&str> = inner.split('|').collect();
+    if alternatives.iter().all(|a| !meta(a)) {
+        return alternatives.contains(&text);
+    }
+    true
+}
+
+/// The live layer whose generated kustomization would pick up a new folder `dir` (with its own
+/// kustomization file) as a directory resource.
+fn generated_cover(model: &Model, dir: &str) -> Option<LayerRef> {
+    let has_kustomization = |d: &str| {
+        model.kustomize_dirs.contains_key(d)
+            || KUSTOMIZATION_FILE_NAMES
+                .iter()
+                .any(|n| join(d, n).is_some_and(|p| model.repo.is_file(&p)))
+    };
+    for (_, l) in model.live_layers() {
+        for v in l.variants.iter().filter(|v| v.generated) {
+            let Some(rel) = relative_below(&v.dir, dir).filter(|r| !r.is_empty()) else {
+                continue;
+            };
+            // Every folder between the generated one and the new one is walked into unless it
+            // has a kustomization file of its own.
+            let mut walked = v.dir.clone();
+            let parts: Vec<&str> = rel.split('/').collect();
+            let mut reached = true;
+            for part in &parts[..parts.len() - 1] {
+                walked = format!("{}{part}", prefix(&walked));
+                if has_kustomization(&walked) {
+                    reached = false;
+                    break;
+                }
+            }
+            if reached {
+                return Some(l.id.clone());
+            }
+        }
+    }
+    None
+}
+
+/// The new layer's `spec.path`: the folder relative to the source root, in the old path's style.
+fn path_text(layer: &Layer, dir: &str) -> Result<String, String> {
+    let root = layer.source_root.as_deref().unwrap_or("");
+    let rel = relative_below(root, dir)
+        .ok_or_else(|| format!("{dir} is outside the source root {}", display(root)))?;
+    Ok(if layer.path.starts_with("./") || rel.is_empty() {
+        format!("./{rel}")
+    } else {
+        rel
+    })
+}
+
+/// Another live layer (not this one, as modelled for another cluster) renders from a file the
+/// plan moves or a kustomization it edits.
+fn used_elsewhere(
+    model: &Model,
+    layer_id: LayerId,
+    vi: usize,
+    touched: &Touched,
+) -> Option<String> {
+    let layer = model.layer(layer_id);
+    let dir = &layer.variants[vi].dir;
+    for (lid, l) in model.live_layers() {
+        for (i, v) in l.variants.iter().enumerate() {
+            let same = (lid == layer_id && i == vi) || (l.object == layer.object && v.dir == *dir);
+            if same {
+                continue;
+            }
+            for r in &v.inventory {
+                let file = model.object(r.object).file;
+                let hit = if touched.objects.contains(&file) {
+                    Some(file)
+                } else {
+                    r.chain
+                        .iter()
+                        .find(|c| touched.kustomizations.contains(c))
+                        .copied()
+                };
+                if let Some(f) = hit {
+                    return Some(format!(
+                        "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
+                        model.repo.file(f).path,
+                        l.id,
+                        display(&v.dir)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Drop the old layer's `healthChecks` entries that name moved objects (the whole list when
+/// all of them go); returns how many.
+fn drop_health_checks(
+    model: &Model,
+    layer: &Layer,
+    inventory: &[Rendered],
+    moved: &[usize],
+    changes: &mut Changeset,
+) -> Result<usize, String> {
+    let obj = model.object(layer.object.expect("checked"));
+    let file = model.repo.file(obj.file);
+    let yaml = &file.yaml;
+    let items: BTreeSet<NodeId> = layer
+        .health_checks
+        .iter()
+        .filter(|hc| moved.iter().any(|&i| hc.matches(&inventory[i].key)))
+        .map(|hc| hc.item)
+        .collect();
+    if items.is_empty() {
+        return Ok(0);
+    }
+    let spec = yaml.lookup(obj.root, &["spec"]).ok_or("spec not found")?;
+    let (key, list) = yaml
+        .entry(spec, "healthChecks")
+        .ok_or("healthChecks not found")?;
+    if items.len() == yaml.items(list).len() {
+        changes.edit(
+            &file.path,
+            edit::remove_entry(yaml, spec, key).map_err(|e| e.to_string())?,
+        );
+    } else {
+        remove_items(yaml, list, &items, &file.path, changes)?;
+    }
+    Ok(items.len())
+}
+
+/// The new Flux Kustomization: the old one's settings in the old document's order, indentation
+/// and line ending, with its own path, `dependsOn` and `wait: true`.
+fn new_layer_document(
+    yaml: &YamlFile,
+    root: NodeId,
+    layer: &Layer,
+    name: &str,
+    path: &str,
+    depends: &DependsOn,
+) -> String {
+    let eol = yaml.line_ending.as_str();
+    let spec = yaml.lookup(root, &["spec"]);
+    let indent = spec_indent(yaml, root);
+    let api = yaml
+        .lookup(root, &["apiVersion"])
+        .and_then(|n| yaml.scalar(n))
+        .unwrap_or("kustomize.toolkit.fluxcd.io/v1");
+    let dash_indent = spec
+        .and_then(|s| yaml.lookup(s, &["dependsOn"]))
+        .and_then(|l| yaml.items(l).first().copied())
+        .and_then(|i| yaml.node(i).dash)
+        .map_or_else(
+            || format!("{indent}{indent}"),
+            |d| yaml.text[yaml.line_start(d)..d].to_string(),
+        );
+    let mut out = String::new();
+    let mut line = |s: &str| {
+        out.push_str(s);
+        out.push_str(eol);
+    };
+    line(&format!("apiVersion: {api}"));
+    line("kind: Kustomization");
+    line("metadata:");
+    line(&format!("{indent}name: {}", edit::scalar_text(name)));
+    if let Some(ns) = yaml
+        .lookup(root, &["metadata", "namespace"])
+        .and_then(|n| yaml.scalar(n))
+    {
+        line(&format!("{indent}namespace: {}", edit::scalar_text(ns)));
+    }
+    line("spec:");
+    line(&format!(
+        "{indent}# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
+        layer.id.name
+    ));
+    let depends_on = |line: &mut dyn FnMut(&str)| match depends {
+        DependsOn::OldLayer => {
+            line(&format!("{indent}dependsOn:"));
+            line(&format!(
+                "{dash_indent}- name: {}",
+                edit::scalar_text(&layer.id.name)
+            ));
+        }
+        DependsOn::CopyOld => {
+            let mut l = |s: &str| line(s);
+            copy_entry(yaml, spec, "dependsOn", &indent, &mut l);
+        }
+        DependsOn::Nothing => {}
+    };
+    let (mut done_path, mut done_deps, mut done_wait) = (false, false, false);
+    let entries = match spec.map(|s| &yaml.node(s).kind) {
+        Some(NodeKind::Mapping { entries, .. }) => entries.clone(),
+        _ => Vec::new(),
+    };
+    for (k, v) in entries {
+        match yaml.scalar(k).unwrap_or_default() {
+            "path" => {
+                line(&format!("{indent}path: {}", edit::scalar_text(path)));
+                done_path = true;
+            }
+            "dependsOn" => {
+                depends_on(&mut line);
+                done_deps = true;
+            }
+            "wait" => {
+                if !done_deps {
+                    depends_on(&mut line);
+                    done_deps = true;
+                }
+                line(&format!("{indent}wait: true"));
+                done_wait = true;
+            }
+            key if COPIED.contains(&key) => copy_entry_nodes(yaml, k, v, &indent, &mut line),
+            _ => {}
+        }
+    }
+    if !done_path {
+        line(&format!("{indent}path: {}", edit::scalar_text(path)));
+    }
+    if !done_deps {
+        depends_on(&mut line);
+    }
+    if !done_wait {
+        line(&format!("{indent}wait: true"));
+    }
+    out
+}

@@ -1,0 +1,317 @@
+//! Planning helpers shared by the rules that split objects out of a Flux layer into a new one
+//! beside it (FM001, FM002): where an object entered a layer, removing `resources` entries,
+//! free names, copying settings of the old Flux Kustomization, and registering the new one in
+//! the same style as the old.
+
+use std::collections::BTreeSet;
+
+use crate::edit::{self, Changeset, FileOp, TextEdit};
+use crate::load::{FileId, parent_of};
+use crate::model::{Layer, Model, RefTarget, Rendered};
+use crate::parse::{NodeId, NodeKind, YamlFile};
+
+/// The `resources` entry that put the object in the layer, or the document itself.
+pub(super) fn entry_location(model: &Model, r: &Rendered) -> (String, usize) {
+    if let Some((file, item)) = bringing_entry(model, r, 0) {
+        let f = model.repo.file(file);
+        return (f.path.clone(), f.yaml.line_of(f.yaml.node(item).span.start));
+    }
+    let obj = model.object(r.object);
+    (model.repo.file(obj.file).path.clone(), obj.line)
+}
+
+/// The entry in kustomization `r.chain[k]` that leads to the object: (file, item node).
+pub(super) fn bringing_entry(model: &Model, r: &Rendered, k: usize) -> Option<(FileId, NodeId)> {
+    let file = *r.chain.get(k)?;
+    let dir = model
+        .kustomize_dirs
+        .get(parent_of(&model.repo.file(file).path))?;
+    let next_dir = r
+        .chain
+        .get(k + 1)
+        .map(|&f| parent_of(&model.repo.file(f).path).to_string());
+    let obj_file = &model.repo.file(model.object(r.object).file).path;
+    dir.resources
+        .iter()
+        .find_map(|res| match (&res.target, &next_dir) {
+            (RefTarget::Dir(d), Some(next)) if d == next => Some((file, res.item)),
+            (RefTarget::File(p), None) if p == obj_file => Some((file, res.item)),
+            _ => None,
+        })
+}
+
+/// Remove items of a sequence; when every item goes, the list is emptied (`[]`).
+pub(super) fn remove_items(
+    yaml: &YamlFile,
+    list: NodeId,
+    items: &BTreeSet<NodeId>,
+    path: &str,
+    changes: &mut Changeset,
+) -> Result<(), String> {
+    if !items.is_empty() && items.len() == yaml.items(list).len() {
+        // Every entry goes: the list itself is removed by emptying it.
+        let first = *items.iter().next().expect("non-empty");
+        let e = edit::remove_item(yaml, list, first).map_err(|e| e.to_string())?;
+        changes.edit(path, e);
+        return Ok(());
+    }
+    for &item in items {
+        changes.edit(
+            path,
+            edit::remove_item(yaml, list, item).map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(())
+}
+
+/// The `resources` (or `bases`) list of the kustomization in `file` that holds `item`.
+pub(super) fn resources_list(model: &Model, file: FileId, item: NodeId) -> Option<NodeId> {
+    let f = model.repo.file(file);
+    let k = model.kustomize_dirs.get(parent_of(&f.path))?;
+    ["resources", "bases"].iter().find_map(|key| {
+        f.yaml
+            .lookup(k.root, &[key])
+            .filter(|&l| f.yaml.items(l).contains(&item))
+    })
+}
+
+/// Remove one `resources` entry of a kustomization file.
+pub(super) fn remove_resource_entry(
+    model: &Model,
+    file: FileId,
+    item: NodeId,
+    changes: &mut Changeset,
+) -> Result<(), String> {
+    let f = model.repo.file(file);
+    if f.error.is_some() {
+        return Err(format!("{} does not parse to its end", f.path));
+    }
+    if !model.kustomize_dirs.contains_key(parent_of(&f.path)) {
+        return Err(format!("{} is not a kustomization", f.path));
+    }
+    let list = resources_list(model, file, item).ok_or("entry not found in resources")?;
+    changes.edit(
+        &f.path,
+        edit::remove_item(&f.yaml, list, item).map_err(|e| e.to_string())?,
+    );
+    Ok(())
+}
+
+/// `dir` relative to `base` when it is `base` or below it.
+pub(super) fn relative_below(base: &str, dir: &str) -> Option<String> {
+    if base.is_empty() {
+        return Some(dir.to_string());
+    }
+    if dir == base {
+        return Some(String::new());
+    }
+    dir.strip_prefix(base)?
+        .strip_prefix('/')
+        .map(str::to_string)
+}
+
+/// `dir/`, or nothing for the root.
+pub(super) fn prefix(dir: &str) -> String {
+    if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    }
+}
+
+pub(super) fn display(dir: &str) -> &str {
+    if dir.is_empty() { "." } else { dir }
+}
+
+/// `base`, or `base-2`, … when a layer of that name exists in the layer's namespace (or the
+/// plan already uses it).
+pub(super) fn free_name(model: &Model, layer: &Layer, base: &str, planned: &[String]) -> String {
+    let taken = |n: &str| {
+        planned.iter().any(|p| p == n)
+            || model.layers.iter().any(|l| {
+                l.cluster == layer.cluster && l.id.namespace == layer.id.namespace && l.id.name == n
+            })
+    };
+    std::iter::once(base.to_string())
+        .chain((2..).map(|i| format!("{base}-{i}")))
+        .find(|n| !taken(n))
+        .expect("an unbounded sequence has a free name")
+}
+
+/// The indentation of the entries of the layer document's `spec` mapping.
+pub(super) fn spec_indent(yaml: &YamlFile, root: NodeId) -> String {
+    yaml.lookup(root, &["spec"])
+        .and_then(|s| match &yaml.node(s).kind {
+            NodeKind::Mapping {
+                entries,
+                flow: false,
+            } => entries.first().map(|&(k, _)| {
+                let start = yaml.node(k).span.start;
+                " ".repeat(start - yaml.line_start(start))
+            }),
+            _ => None,
+        })
+        .unwrap_or_else(|| "  ".into())
+}
+
+/// The text of one `key: value` entry, from its key to the end of its value, with aliases to
+/// anchors outside it resolved (the copy lands in another document).
+pub(super) fn entry_text(yaml: &YamlFile, key: NodeId, value: NodeId) -> String {
+    let start = yaml.node(key).span.start;
+    let end = yaml.node(value).span.end.max(yaml.node(key).span.end);
+    edit::resolved_text(yaml, start, end).replace("\r\n", "\n")
+}
+
+/// Copy `key: value` of a mapping verbatim (its lines keep their original indentation, which is
+/// the new document's too): the first line is prefixed with `indent`.
+pub(super) fn copy_entry(
+    yaml: &YamlFile,
+    map: Option<NodeId>,
+    key: &str,
+    indent: &str,
+    line: &mut impl FnMut(&str),
+) {
+    let Some((k, v)) = map.and_then(|s| yaml.entry(s, key)) else {
+        return;
+    };
+    copy_entry_nodes(yaml, k, v, indent, line);
+}
+
+/// [`copy_entry`] for an entry already found.
+pub(super) fn copy_entry_nodes(
+    yaml: &YamlFile,
+    k: NodeId,
+    v: NodeId,
+    indent: &str,
+    line: &mut impl FnMut(&str),
+) {
+    let body = entry_text(yaml, k, v);
+    let mut lines = body.split('\n');
+    if let Some(first) = lines.next() {
+        line(&format!("{indent}{first}"));
+    }
+    for l in lines {
+        line(l);
+    }
+}
+
+/// `# yaml-language-server:` modelines of a document's preamble (between its `---` and its
+/// content): a new document beside it gets them too.
+pub(super) fn modelines(yaml: &YamlFile, doc: usize) -> Vec<String> {
+    let Some(d) = yaml.docs.get(doc) else {
+        return Vec::new();
+    };
+    let content = yaml.node(d.root).span.start;
+    let start = d.region.start.min(content);
+    yaml.text[start..content]
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| l.trim_start().starts_with("# yaml-language-server:"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Register new layers (name, document) beside the old one, in the same style: new documents
+/// right after the old layer's in a multi-document file; otherwise one new file each beside the
+/// old file, listed after it in the same kustomization (when the folder has one).
+pub(super) fn register(
+    model: &Model,
+    layer: &Layer,
+    docs: &[(String, String)],
+    changes: &mut Changeset,
+) -> Result<(), String> {
+    let obj = model.object(layer.object.ok_or("the layer has no object to edit")?);
+    let file = model.repo.file(obj.file);
+    let eol = file.yaml.line_ending.as_str();
+    let modeline: String = modelines(&file.yaml, obj.doc)
+        .iter()
+        .map(|m| format!("{m}{eol}"))
+        .collect();
+    if file.yaml.docs.len() > 1 {
+        // New documents right after the old layer's.
+        let (_, end) = edit::document_region(&file.yaml, obj.doc);
+        let lead = if file.yaml.text[..end].ends_with('\n') {
+            ""
+        } else {
+            eol
+        };
+        let text: String = docs
+            .iter()
+            .map(|(_, doc)| format!("---{eol}{modeline}{doc}"))
+            .collect();
+        changes.edit(
+            &file.path,
+            TextEdit {
+                start: end,
+                end,
+                text: format!("{lead}{text}"),
+            },
+        );
+        return Ok(());
+    }
+    let dir = parent_of(&file.path);
+    let base = file.path.rsplit('/').next().unwrap_or("");
+    let mut new_bases = Vec::new();
+    for (name, doc) in docs {
+        let new_base = if base.contains(&layer.id.name) {
+            base.replacen(&layer.id.name, name, 1)
+        } else {
+            format!("{name}.yaml")
+        };
+        let new_path = format!("{}{new_base}", prefix(dir));
+        if model.repo.is_file(&new_path) || changes.files.contains_key(&new_path) {
+            return Err(format!("{new_path} already exists"));
+        }
+        let starts_with_marker = file.yaml.text.starts_with("---");
+        changes.create(
+            &new_path,
+            format!(
+                "{}{modeline}{doc}",
+                if starts_with_marker {
+                    format!("---{eol}")
+                } else {
+                    String::new()
+                }
+            ),
+        );
+        new_bases.push(new_base);
+    }
+    if let Some(k) = model.kustomize_dirs.get(dir) {
+        let kfile = model.repo.file(k.file);
+        let entry = k
+            .resources
+            .iter()
+            .find(|r| r.target == RefTarget::File(file.path.clone()))
+            .ok_or_else(|| {
+                format!(
+                    "{} does not list {} in resources; cannot register the new layer beside it",
+                    kfile.path, base
+                )
+            })?;
+        let list = resources_list(model, k.file, entry.item).ok_or("resources list not found")?;
+        let mut insert: Option<TextEdit> = None;
+        for new_base in &new_bases {
+            let e = edit::insert_item(
+                &kfile.yaml,
+                list,
+                Some(entry.item),
+                &edit::scalar_text(new_base),
+            )
+            .map_err(|e| e.to_string())?;
+            match &mut insert {
+                Some(acc) => acc.text.push_str(e.text.trim_start_matches(['\r', '\n'])),
+                None => insert = Some(e),
+            }
+        }
+        if matches!(
+            changes.files.get(&kfile.path),
+            Some(FileOp::Create(_) | FileOp::Delete)
+        ) {
+            return Err(format!("{} is already replaced by this fix", kfile.path));
+        }
+        if let Some(e) = insert {
+            changes.edit(&kfile.path, e);
+        }
+    }
+    Ok(())
+}

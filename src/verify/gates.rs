@@ -1,0 +1,286 @@
+//! The gates of `fix`, composed: which run (`--verify auto|kustomize|builtin|off`), in what
+//! order, and what a failure drops.
+//!
+//! 1. **YAML** ([`super::yaml`]): each fix alone, then the combination — every edited file means
+//!    exactly what its edits intend.
+//! 2. **builtin** ([`super::plan`]): re-model the changed repository; the same rendered objects
+//!    (render gate), no new error, and the rule no longer finds it (convergence).
+//! 3. **kustomize** ([`super::kustomize`]): a real kustomize renders the affected layers the
+//!    same before and after.
+//!
+//! Each gate sees only the fixes the earlier ones kept. A gate that fails on the combined change
+//! is retried one fix at a time, so one bad fix costs only itself.
+
+use std::fmt;
+
+use crate::edit::Changeset;
+use crate::emit::apply;
+use crate::load::Repo;
+use crate::model::{Model, ModelOptions};
+use crate::rules::Finding;
+
+use super::Plan;
+use super::kustomize::{self, Tool};
+use super::yaml;
+
+/// Which gates `fix` runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyMode {
+    /// builtin, plus kustomize when `kustomize` or `kubectl` is on `PATH`.
+    #[default]
+    Auto,
+    /// builtin and kustomize; an error when neither `kustomize` nor `kubectl` is on `PATH`.
+    Kustomize,
+    /// YAML and builtin gates only.
+    Builtin,
+    /// No gate: the change is shown or written unverified (and the report says so).
+    Off,
+}
+
+impl VerifyMode {
+    /// The kustomize renderer this mode uses (`Ok(None)`: none), or why the mode cannot run.
+    pub fn tool(self) -> Result<Option<Tool>, String> {
+        match self {
+            VerifyMode::Auto => Ok(Tool::find()),
+            VerifyMode::Kustomize => Tool::find().map(Some).ok_or_else(|| {
+                "--verify kustomize: neither `kustomize` nor `kubectl` is on PATH".to_string()
+            }),
+            VerifyMode::Builtin | VerifyMode::Off => Ok(None),
+        }
+    }
+}
+
+/// One verification gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Every edited file means exactly what its edits intend.
+    Yaml,
+    /// The built-in model renders the same objects, and no new error appears.
+    Render,
+    /// The rule no longer reports the finding.
+    Convergence,
+    /// A real kustomize renders the same objects.
+    Kustomize,
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Gate::Yaml => "YAML gate",
+            Gate::Render => "render gate",
+            Gate::Convergence => "convergence",
+            Gate::Kustomize => "kustomize gate",
+        })
+    }
+}
+
+/// A gate refused a fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateFailure {
+    pub gate: Gate,
+    pub reason: String,
+}
+
+impl fmt::Display for GateFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+/// Verify one finding's fix through every gate, in order (kustomize only with a `tool`); the
+/// first gate that refuses it is named. `fix` runs these same gates; this entry point lets a test
+/// hand in a deliberately wrong fix and watch the gate catch it.
+pub fn verify_fix(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    finding: &Finding,
+    tool: Option<&Tool>,
+) -> Result<(), GateFailure> {
+    let fail = |gate, reason: String| GateFailure { gate, reason };
+    let Some(fix) = &finding.fix else {
+        return Ok(());
+    };
+    yaml::check_changes(repo, &fix.changes)
+        .map_err(|e| fail(Gate::Yaml, format!("YAML gate: {e}")))?;
+    builtin_gate(repo, model, options, finding)?;
+    if let Some(tool) = tool {
+        kustomize_gate(repo, model, options, finding, tool)?;
+    }
+    Ok(())
+}
+
+/// The builtin gates (render and convergence) on one fix alone.
+pub fn builtin_gate(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    finding: &Finding,
+) -> Result<(), GateFailure> {
+    let plan = super::plan(repo, model, options, vec![finding.clone()]);
+    match plan.findings.into_iter().next() {
+        Some(f) if f.fix.is_none() => {
+            let reason = f.no_fix_reason.unwrap_or_default();
+            let reason = reason
+                .strip_prefix("fix dropped: ")
+                .unwrap_or(&reason)
+                .to_string();
+            let gate = if reason.starts_with("convergence") {
+                Gate::Convergence
+            } else if reason.starts_with("YAML") {
+                Gate::Yaml
+            } else {
+                Gate::Render
+            };
+            Err(GateFailure { gate, reason })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The kustomize gate on one fix alone.
+pub fn kustomize_gate(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    finding: &Finding,
+    tool: &Tool,
+) -> Result<kustomize::Outcome, GateFailure> {
+    let fail = |reason: String| GateFailure {
+        gate: Gate::Kustomize,
+        reason,
+    };
+    let Some(fix) = &finding.fix else {
+        return Ok(kustomize::Outcome::default());
+    };
+    let files = apply::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
+    kustomize::check(tool, repo, model, options, &files).map_err(fail)
+}
+
+/// `fix`: verify every finding's fix with the gates of `mode` (`tool`: the kustomize renderer,
+/// from [`VerifyMode::tool`]) and combine those that pass.
+pub fn plan_with(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    mut findings: Vec<Finding>,
+    mode: VerifyMode,
+    tool: Option<&Tool>,
+) -> Plan {
+    if mode == VerifyMode::Off {
+        return unverified(repo, findings);
+    }
+    // YAML gate, each fix alone.
+    for f in &mut findings {
+        let Some(fix) = &f.fix else { continue };
+        if let Err(e) = yaml::check_changes(repo, &fix.changes) {
+            drop_fix(f, &format!("YAML gate: {e}"));
+        }
+    }
+    // Builtin gates (render, convergence), combined then one by one.
+    let mut plan = super::plan(repo, model, options, findings);
+    // YAML gate on the combination (edits of different fixes in one file).
+    let combined = combine(&mut plan.findings);
+    if let Err(e) = yaml::check_changes(repo, &combined) {
+        for f in &mut plan.findings {
+            if f.fix.is_some() {
+                drop_fix(f, &format!("the combined change fails: YAML gate: {e}"));
+            }
+        }
+        plan.files.clear();
+    }
+    let Some(tool) = tool else {
+        return plan;
+    };
+    plan.verified_by.push("kustomize");
+    if plan.files.is_empty() {
+        return plan;
+    }
+    let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
+    match kustomize::check(tool, repo, model, options, &plan.files) {
+        Ok(outcome) => {
+            plan.not_verified.extend(outcome.not_verified);
+            return plan;
+        }
+        Err(e) if fixed == 1 => {
+            let reason = e.clone();
+            for f in &mut plan.findings {
+                if f.fix.is_some() {
+                    drop_fix(f, &reason);
+                }
+            }
+            plan.files.clear();
+            return plan;
+        }
+        Err(_) => {}
+    }
+    // One at a time: drop the fixes the kustomize gate refuses, verify what is left again.
+    let mut findings = plan.findings;
+    for f in &mut findings {
+        if f.fix.is_none() {
+            continue;
+        }
+        if let Err(e) = kustomize_gate(repo, model, options, f, tool) {
+            drop_fix(f, &e.reason);
+        }
+    }
+    let mut plan = super::plan(repo, model, options, findings);
+    plan.verified_by.push("kustomize");
+    if plan.files.is_empty() {
+        return plan;
+    }
+    match kustomize::check(tool, repo, model, options, &plan.files) {
+        Ok(outcome) => plan.not_verified.extend(outcome.not_verified),
+        Err(e) => {
+            for f in &mut plan.findings {
+                if f.fix.is_some() {
+                    drop_fix(f, &format!("the combined change fails: {e}"));
+                }
+            }
+            plan.files.clear();
+        }
+    }
+    plan
+}
+
+fn drop_fix(f: &mut Finding, reason: &str) {
+    f.fix = None;
+    f.no_fix_reason = Some(format!("fix dropped: {reason}"));
+}
+
+/// Merge the fixes in finding order; a fix whose edits conflict with an earlier one waits.
+fn combine(findings: &mut [Finding]) -> Changeset {
+    let mut combined = Changeset::default();
+    for f in findings.iter_mut() {
+        let Some(fix) = &f.fix else { continue };
+        if let Err(e) = combined.merge(&fix.changes) {
+            f.fix = None;
+            f.no_fix_reason = Some(format!(
+                "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
+            ));
+        }
+    }
+    combined
+}
+
+/// `--verify off`: the fixes combined, no gate run.
+fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
+    let combined = combine(&mut findings);
+    let files = match apply::contents(repo, &combined) {
+        Ok(files) => files,
+        Err(e) => {
+            for f in &mut findings {
+                if f.fix.is_some() {
+                    drop_fix(f, &format!("the change cannot be applied: {e}"));
+                }
+            }
+            Vec::new()
+        }
+    };
+    Plan {
+        findings,
+        files,
+        verified_by: Vec::new(),
+        not_verified: vec!["--verify off: no gate ran; this change is NOT verified".into()],
+    }
+}

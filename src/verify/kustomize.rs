@@ -1,0 +1,1008 @@
+//! The kustomize render gate: a second renderer, independent of fluxmend's model. The affected
+//! Flux layers are built with a real `kustomize build` (or `kubectl kustomize`) over a temporary
+//! copy of the repository, before and after the change, and must render the same multiset of
+//! objects with identical content — Flux Kustomization objects of the touched layers excepted,
+//! as in the builtin gate.
+//!
+//! * The copy holds what Flux would ship (the loader's view: `.sourceignore` and Flux's default
+//!   ignores honoured, no `.git`, no symbolic links, nothing over the size cap); the user's tree
+//!   is only read.
+//! * A layer variant is built the way Flux builds it: when its path has no kustomization file,
+//!   the one Flux generates (every `.yaml`/`.yml` below, subdirectories with their own
+//!   kustomization as directory resources); the layer's `targetNamespace`, `namePrefix`,
+//!   `nameSuffix`, `components`, `patches` and `images` written into it, as Flux's generator does.
+//! * Affected: every live layer (before or after) whose object is in a changed file, whose
+//!   inventory comes through a changed file, whose path holds a changed file, and every new
+//!   layer.
+//! * Not verified (reported, not a failure): a layer that reaches a remote or out-of-root
+//!   resource (fluxmend never fetches), or whose build fails both before and after. Its objects
+//!   (as the model knows them) are left out of the comparison.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::emit::apply::{self, FileChange};
+use crate::load::{MAX_FILE_BYTES, Repo, parent_of};
+use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, RefTarget};
+use crate::parse::{Value, YamlFile};
+
+use super::yaml::show;
+
+/// How long one build may take before it counts as failed.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A kustomize renderer found on `PATH`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// `kustomize build --load-restrictor LoadRestrictionsNone DIR`
+    Kustomize(PathBuf),
+    /// `kubectl kustomize DIR --load-restrictor LoadRestrictionsNone`
+    Kubectl(PathBuf),
+}
+
+impl Tool {
+    /// `kustomize`, else `kubectl`, from `PATH`.
+    pub fn find() -> Option<Tool> {
+        find_on_path("kustomize")
+            .map(Tool::Kustomize)
+            .or_else(|| find_on_path("kubectl").map(Tool::Kubectl))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tool::Kustomize(_) => "kustomize build",
+            Tool::Kubectl(_) => "kubectl kustomize",
+        }
+    }
+
+    fn command(&self, dir: &Path) -> Command {
+        let mut cmd = match self {
+            Tool::Kustomize(bin) => {
+                let mut c = Command::new(bin);
+                c.arg("build").arg(dir);
+                c
+            }
+            Tool::Kubectl(bin) => {
+                let mut c = Command::new(bin);
+                c.arg("kustomize").arg(dir);
+                c
+            }
+        };
+        cmd.args(["--load-restrictor", "LoadRestrictionsNone"]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Build `dir`: the rendered documents as data, or why the build failed.
+    fn build(&self, dir: &Path) -> Result<Vec<Value>, String> {
+        let mut child = self
+            .command(dir)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", self.name()))?;
+        let mut out = child.stdout.take().expect("piped");
+        let mut err = child.stderr.take().expect("piped");
+        let out = std::thread::spawn(move || {
+            let mut s = Vec::new();
+            out.read_to_end(&mut s).map(|_| s)
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = Vec::new();
+            err.read_to_end(&mut s).map(|_| s)
+        });
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if start.elapsed() > BUILD_TIMEOUT => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "{} did not finish within {}s",
+                        self.name(),
+                        BUILD_TIMEOUT.as_secs()
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(e.to_string()),
+            }
+        };
+        let stdout = out.join().ok().and_then(Result::ok).unwrap_or_default();
+        let stderr = err.join().ok().and_then(Result::ok).unwrap_or_default();
+        if !status.success() {
+            let msg = String::from_utf8_lossy(&stderr);
+            return Err(msg.trim().lines().last().unwrap_or("failed").to_string());
+        }
+        let text = String::from_utf8(stdout).map_err(|_| "output is not UTF-8".to_string())?;
+        let (yaml, err) = YamlFile::parse(&text);
+        if let Some(e) = err {
+            return Err(format!("its output does not parse: {e}"));
+        }
+        yaml.docs
+            .iter()
+            .map(|d| yaml.value(d.root).map_err(|e| e.to_string()))
+            .filter(|v| !matches!(v, Ok(Value::Null)))
+            .collect()
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// What the gate checked.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Layer variants built (before and after).
+    pub builds: usize,
+    /// Rendered objects compared (before the change).
+    pub objects: usize,
+    /// Layers that could not be checked, and why.
+    pub not_verified: Vec<String>,
+}
+
+/// (cluster, namespace, name) of a layer.
+type LayerKey = (usize, String, String);
+
+fn layer_key(l: &Layer) -> LayerKey {
+    (l.cluster, l.id.namespace.clone(), l.id.name.clone())
+}
+
+/// Run the gate over one changeset.
+pub fn check(
+    tool: &Tool,
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    files: &[FileChange],
+) -> Result<Outcome, String> {
+    let after_repo = repo.with_changes(&apply::as_overlay(files));
+    let after = Model::build(&after_repo, options);
+    let changed: BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+
+    // Touched layers: their Flux Kustomization objects may differ.
+    let mut touched: HashSet<LayerKey> = HashSet::new();
+    for m in [model, &after] {
+        for l in &m.layers {
+            let in_changed = l
+                .object
+                .is_some_and(|o| changed.contains(m.repo.file(m.object(o).file).path.as_str()));
+            if in_changed {
+                touched.insert(layer_key(l));
+            }
+        }
+    }
+    let before_ids: HashSet<LayerKey> = model.layers.iter().map(layer_key).collect();
+    touched.extend(
+        after
+            .layers
+            .iter()
+            .map(layer_key)
+            .filter(|k| !before_ids.contains(k)),
+    );
+
+    // Affected layers: what the change can alter.
+    let mut affected: BTreeSet<LayerKey> = touched.iter().cloned().collect();
+    for m in [model, &after] {
+        for (_, l) in m.live_layers() {
+            let reads_changed = l.variants.iter().any(|v| {
+                changed.iter().any(|p| below(p, &v.dir))
+                    || v.inventory.iter().any(|r| {
+                        changed.contains(m.repo.file(m.object(r.object).file).path.as_str())
+                            || r.chain
+                                .iter()
+                                .any(|&f| changed.contains(m.repo.file(f).path.as_str()))
+                    })
+            });
+            if reads_changed {
+                affected.insert(layer_key(l));
+            }
+        }
+    }
+
+    // Layers that cannot be verified: remote or out-of-root resources.
+    let mut outcome = Outcome::default();
+    let mut unverifiable: BTreeMap<LayerKey, String> = BTreeMap::new();
+    for m in [model, &after] {
+        for (_, l) in m.live_layers() {
+            if !affected.contains(&layer_key(l)) {
+                continue;
+            }
+            for v in &l.variants {
+                if let Some(reason) = unreachable_resource(m, &v.dir, v.generated) {
+                    unverifiable.entry(layer_key(l)).or_insert(reason);
+                }
+            }
+        }
+    }
+
+    // Two copies, before and after, built concurrently.
+    let tmp = TempTree::new()?;
+    let (before_root, after_root) = (tmp.root.join("before"), tmp.root.join("after"));
+    let needed = needed_files(repo, &[model, &after], &affected, &unverifiable);
+    copy_repo(repo, &before_root, &needed)?;
+    copy_repo(repo, &after_root, &needed)?;
+    apply_to_tree(&after_root, files)?;
+    let (before_jobs, before_layers) = plan_builds(model, &affected, &unverifiable);
+    let (after_jobs, after_layers) = plan_builds(&after, &affected, &unverifiable);
+    let (before_docs, after_docs) = std::thread::scope(|s| {
+        let b = s.spawn(|| run_jobs(tool, &before_root, &before_jobs));
+        let a = run_jobs(tool, &after_root, &after_jobs);
+        (
+            b.join()
+                .unwrap_or_else(|_| Err("a build thread panicked".into())),
+            a,
+        )
+    });
+    let (before_docs, after_docs) = (before_docs?, after_docs?);
+    outcome.builds = before_jobs.len() + after_jobs.len();
+    let assemble = |layers: Vec<(LayerKey, usize)>, docs: &[Result<Vec<Value>, String>]| {
+        layers
+            .into_iter()
+            .map(|(layer, job)| Build {
+                layer,
+                docs: docs[job].clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut before_builds = assemble(before_layers, &before_docs);
+    let mut after_builds = assemble(after_layers, &after_docs);
+
+    // Builds that fail on both sides cannot be verified; failing on one side is a failure.
+    let failing: BTreeSet<LayerKey> = before_builds
+        .iter()
+        .chain(after_builds.iter())
+        .filter(|b| b.docs.is_err())
+        .map(|b| b.layer.clone())
+        .collect();
+    for key in failing {
+        let err = |builds: &[Build]| {
+            builds
+                .iter()
+                .filter(|b| b.layer == key)
+                .find_map(|b| b.docs.as_ref().err().cloned())
+        };
+        let exists = |builds: &[Build]| builds.iter().any(|b| b.layer == key);
+        match (err(&before_builds), err(&after_builds)) {
+            (Some(e), Some(_)) => {
+                unverifiable.insert(key.clone(), format!("its build fails ({e})"));
+            }
+            (Some(e), None) if exists(&after_builds) => {
+                return Err(format!(
+                    "kustomize gate: layer {}/{} fails to build before the change ({e}) but builds after it",
+                    key.1, key.2
+                ));
+            }
+            (None, Some(e)) if exists(&before_builds) => {
+                return Err(format!(
+                    "kustomize gate: layer {}/{} no longer builds: {e}",
+                    key.1, key.2
+                ));
+            }
+            (Some(e), None) | (None, Some(e)) => {
+                return Err(format!(
+                    "kustomize gate: layer {}/{} does not build: {e}",
+                    key.1, key.2
+                ));
+            }
+            (None, None) => {}
+        }
+    }
+    before_builds.retain(|b| !unverifiable.contains_key(&b.layer));
+    after_builds.retain(|b| !unverifiable.contains_key(&b.layer));
+
+    // Objects of unverifiable layers, as the model knows them, are not compared.
+    let mut excluded: HashSet<(usize, String, String, String, String)> = HashSet::new();
+    for m in [model, &after] {
+        for l in &m.layers {
+            if unverifiable.contains_key(&layer_key(l)) {
+                for (_, r) in l.inventory() {
+                    excluded.insert((
+                        l.cluster,
+                        r.key.api_version.clone(),
+                        r.key.kind.clone(),
+                        r.key.namespace.clone().unwrap_or_default(),
+                        r.key.name.clone(),
+                    ));
+                }
+            }
+        }
+    }
+    for (key, reason) in &unverifiable {
+        outcome
+            .not_verified
+            .push(format!("layer {}/{}: {reason}", key.1, key.2));
+    }
+
+    let before_set = multiset(&before_builds, &touched, &excluded);
+    let after_set = multiset(&after_builds, &touched, &excluded);
+    outcome.objects = before_set.values().map(|(n, _)| n).sum();
+    let counts = |m: &Multiset| -> BTreeMap<(usize, Value), usize> {
+        m.iter().map(|(k, (n, _))| (k.clone(), *n)).collect()
+    };
+    if counts(&before_set) != counts(&after_set) {
+        return Err(format!(
+            "kustomize gate ({}): {}",
+            tool.name(),
+            describe(&before_set, &after_set)
+        ));
+    }
+    Ok(outcome)
+}
+
+/// Whether `path` is `dir` or below it (`""` is the root).
+fn below(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// A remote or out-of-root resource reachable from `dir` (every kustomization at or below it,
+/// for a generated variant).
+fn unreachable_resource(model: &Model, dir: &str, generated: bool) -> Option<String> {
+    let mut todo: Vec<String> = if generated {
+        model
+            .kustomize_dirs
+            .keys()
+            .filter(|d| below(d, dir))
+            .cloned()
+            .collect()
+    } else {
+        vec![dir.to_string()]
+    };
+    let mut seen = HashSet::new();
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        let Some(k) = model.kustomize_dirs.get(&d) else {
+            continue;
+        };
+        for r in k.resources.iter().chain(&k.components) {
+            match &r.target {
+                RefTarget::Remote(url) => {
+                    return Some(format!("remote resource `{url}` (never fetched)"));
+                }
+                RefTarget::OutsideRoot => {
+                    return Some(format!("resource `{}` leaves the repository root", r.text));
+                }
+                RefTarget::Dir(sub) => todo.push(sub.clone()),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The rendered documents of one layer variant.
+struct Build {
+    layer: LayerKey,
+    docs: Result<Vec<Value>, String>,
+}
+
+/// One directory to build: the variant directory, whether Flux generates its kustomization, and
+/// the Flux overlays to add.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Job {
+    dir: String,
+    generated: bool,
+    overlays: String,
+}
+
+impl Job {
+    /// Whether building it writes into the tree (so it cannot run beside other builds).
+    fn writes(&self) -> bool {
+        self.generated || !self.overlays.is_empty()
+    }
+}
+
+/// The builds of every variant of every affected, verifiable live layer of `model`: the distinct
+/// jobs, and (layer, job index) per variant.
+fn plan_builds(
+    model: &Model,
+    affected: &BTreeSet<LayerKey>,
+    unverifiable: &BTreeMap<LayerKey, String>,
+) -> (Vec<Job>, Vec<(LayerKey, usize)>) {
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut index: HashMap<Job, usize> = HashMap::new();
+    let mut layers = Vec::new();
+    for (_, l) in model.live_layers() {
+        let key = layer_key(l);
+        if !affected.contains(&key) || unverifiable.contains_key(&key) {
+            continue;
+        }
+        let overlays = flux_overlays(model, l);
+        for v in &l.variants {
+            let job = Job {
+                dir: v.dir.clone(),
+                generated: v.generated,
+                overlays: overlays.clone(),
+            };
+            let i = *index.entry(job.clone()).or_insert_with(|| {
+                jobs.push(job);
+                jobs.len() - 1
+            });
+            layers.push((key.clone(), i));
+        }
+    }
+    (jobs, layers)
+}
+
+/// Run the jobs in one copied tree: those that only read it concurrently, then the ones that
+/// write a kustomization file one at a time.
+fn run_jobs(
+    tool: &Tool,
+    root: &Path,
+    jobs: &[Job],
+) -> Result<Vec<Result<Vec<Value>, String>>, String> {
+    let mut out: Vec<Option<Result<Vec<Value>, String>>> = vec![None; jobs.len()];
+    let readers: Vec<usize> = (0..jobs.len()).filter(|&i| !jobs[i].writes()).collect();
+    let width = std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 8));
+    for chunk in readers.chunks(width) {
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|&i| s.spawn(move || build_variant(tool, root, &jobs[i])))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a build thread panicked".into()))
+                })
+                .collect()
+        });
+        for (&i, r) in chunk.iter().zip(results) {
+            out[i] = Some(r?);
+        }
+    }
+    for i in (0..jobs.len()).filter(|&i| jobs[i].writes()) {
+        out[i] = Some(build_variant(tool, root, &jobs[i])?);
+    }
+    Ok(out.into_iter().map(|r| r.expect("every job ran")).collect())
+}
+
+/// Build one directory of the copied tree as Flux would: write the kustomization Flux generates
+/// (or add the layer's overlays to the existing one), build, and put the directory back.
+fn build_variant(
+    tool: &Tool,
+    root: &Path,
+    job: &Job,
+) -> Result<Result<Vec<Value>, String>, String> {
+    let (dir, generated, overlays) = (job.dir.as_str(), job.generated, job.overlays.as_str());
+    let abs = if dir.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(dir)
+    };
+    if !abs.is_dir() {
+        return Ok(Err(format!("{dir} does not exist")));
+    }
+    let existing = KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .map(|n| abs.join(n))
+        .find(|p| p.is_file());
+    let (file, base) = match (&existing, generated) {
+        (Some(file), false) => (file.clone(), None),
+        _ => {
+            let resources = generated_resources(&abs);
+            let mut text =
+                String::from("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n");
+            if resources.is_empty() {
+                text.push_str("resources: []\n");
+            } else {
+                text.push_str("resources:\n");
+            }
+            for r in &resources {
+                let _ = writeln!(text, "- {}", json_string(r));
+            }
+            (abs.join("kustomization.yaml"), Some(text))
+        }
+    };
+    let original = std::fs::read(&file).ok();
+    let mut text = match &base {
+        Some(generated) => Some(generated.clone()),
+        None => original
+            .as_ref()
+            .map(|b| String::from_utf8_lossy(b).into_owned()),
+    };
+    if !overlays.is_empty() {
+        match merge_overlays(text.as_deref().unwrap_or_default(), overlays) {
+            Ok(merged) => text = Some(merged),
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let write = base.is_some() || !overlays.is_empty();
+    if write {
+        std::fs::write(&file, text.unwrap_or_default()).map_err(|e| e.to_string())?;
+    }
+    let result = tool.build(&abs);
+    if write {
+        match &original {
+            Some(bytes) => std::fs::write(&file, bytes),
+            None => std::fs::remove_file(&file),
+        }
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(result)
+}
+
+/// The `resources` of the kustomization Flux generates for `dir`: every `.yaml`/`.yml` below
+/// it in walk order, and each subdirectory that has a kustomization file as a directory
+/// resource (not descended into).
+fn generated_resources(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut walk = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(Ok(entry)) = walk.next() {
+        if entry.depth() == 0 {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(dir)
+            .expect("below")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if entry.file_type().is_dir() {
+            if KUSTOMIZATION_FILE_NAMES
+                .iter()
+                .any(|n| entry.path().join(n).is_file())
+            {
+                out.push(rel);
+                walk.skip_current_dir();
+            }
+        } else if rel.ends_with(".yaml") || rel.ends_with(".yml") {
+            out.push(rel);
+        }
+    }
+    out
+}
+
+/// What a Flux Kustomization layers on top of the build, as top-level kustomization fields in
+/// JSON (one per line; empty when there is nothing).
+fn flux_overlays(model: &Model, layer: &Layer) -> String {
+    let Some(obj) = layer.object.map(|o| model.object(o)) else {
+        return String::new();
+    };
+    let Ok(doc) = model.repo.file(obj.file).yaml.value(obj.root) else {
+        return String::new();
+    };
+    let Some(spec) = doc.get("spec") else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (flux, kustomize) in [
+        ("targetNamespace", "namespace"),
+        ("namePrefix", "namePrefix"),
+        ("nameSuffix", "nameSuffix"),
+    ] {
+        if let Some(v) = spec.str_at(&[flux]).filter(|s| !s.is_empty()) {
+            let _ = writeln!(out, "{kustomize}: {}", json_string(v));
+        }
+    }
+    for key in ["components", "patches", "images"] {
+        if let Some(v @ Value::Seq(items)) = spec.get(key)
+            && !items.is_empty()
+        {
+            let _ = writeln!(out, "{key}: {}", to_json(v));
+        }
+    }
+    out
+}
+
+/// Add the overlay fields to a kustomization: a field the file already has is replaced
+/// (`namespace`, prefixes) or extended (`components`, `patches`, `images`).
+fn merge_overlays(base: &str, overlays: &str) -> Result<String, String> {
+    let (yaml, err) = YamlFile::parse(base);
+    if err.is_some() || yaml.docs.is_empty() {
+        return Err("the kustomization file does not parse".into());
+    }
+    let root = yaml.docs[0].root;
+    let doc = yaml
+        .value(root)
+        .map_err(|e| format!("the kustomization file: {e}"))?;
+    let Value::Map(mut entries) = doc else {
+        return Err("the kustomization file is not a mapping".into());
+    };
+    let (extra, _) = YamlFile::parse(overlays);
+    let Some(Value::Map(add)) = extra.docs.first().and_then(|d| extra.value(d.root).ok()) else {
+        return Err("overlays".into());
+    };
+    for (k, v) in add {
+        match entries.iter_mut().find(|(ek, _)| *ek == k) {
+            Some((_, Value::Seq(existing))) if matches!(v, Value::Seq(_)) => {
+                existing.extend(v.seq().iter().cloned());
+            }
+            Some((_, slot)) => *slot = v,
+            None => entries.push((k, v)),
+        }
+    }
+    Ok(to_json(&Value::Map(entries)) + "\n")
+}
+
+/// JSON (which YAML reads as the same data) for a value: plain scalars keep YAML's core-schema
+/// types (numbers, booleans, null), quoted ones are strings.
+fn to_json(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Str(s, true) => json_string(s),
+        Value::Str(s, false) => {
+            let is_number = s.parse::<i64>().is_ok()
+                || (s.parse::<f64>().is_ok_and(f64::is_finite)
+                    && s.chars().all(|c| c.is_ascii_digit() || ".-+eE".contains(c))
+                    && s.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_digit() || c == '-'));
+            if is_number || s == "true" || s == "false" {
+                s.clone()
+            } else {
+                json_string(s)
+            }
+        }
+        Value::Seq(items) => format!(
+            "[{}]",
+            items.iter().map(to_json).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!(
+                    "{}: {}",
+                    json_string(&match k {
+                        Value::Str(s, _) => s.clone(),
+                        other => to_json(other),
+                    }),
+                    to_json(v)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).expect("a string is JSON")
+}
+
+/// (cluster, document) → how often the affected layers render it.
+type Multiset = BTreeMap<(usize, Value), (usize, BTreeSet<String>)>;
+
+fn multiset(
+    builds: &[Build],
+    touched: &HashSet<LayerKey>,
+    excluded: &HashSet<(usize, String, String, String, String)>,
+) -> Multiset {
+    let mut out: Multiset = BTreeMap::new();
+    for b in builds {
+        let Ok(docs) = &b.docs else { continue };
+        for d in docs {
+            let s = |keys: &[&str]| d.str_at(keys).unwrap_or_default().to_string();
+            let (api, kind, ns, name) = (
+                s(&["apiVersion"]),
+                s(&["kind"]),
+                s(&["metadata", "namespace"]),
+                s(&["metadata", "name"]),
+            );
+            let flux_layer = kind == "Kustomization"
+                && api.starts_with("kustomize.toolkit.fluxcd.io/")
+                && touched.iter().any(|(c, lns, lname)| {
+                    *c == b.layer.0 && *lname == name && (ns.is_empty() || *lns == ns)
+                });
+            if flux_layer || excluded.contains(&(b.layer.0, api, kind, ns, name)) {
+                continue;
+            }
+            let entry = out
+                .entry((b.layer.0, d.clone()))
+                .or_insert_with(|| (0, BTreeSet::new()));
+            entry.0 += 1;
+            entry.1.insert(format!("{}/{}", b.layer.1, b.layer.2));
+        }
+    }
+    out
+}
+
+fn identity(v: &Value) -> String {
+    let s = |keys: &[&str]| v.str_at(keys).unwrap_or_default().to_string();
+    let ns = s(&["metadata", "namespace"]);
+    format!(
+        "{} {}{}",
+        s(&["kind"]),
+        if ns.is_empty() {
+            String::new()
+        } else {
+            format!("{ns}/")
+        },
+        s(&["metadata", "name"])
+    )
+}
+
+/// Which object changed, and how.
+fn describe(before: &Multiset, after: &Multiset) -> String {
+    let only = |a: &Multiset, b: &Multiset| -> Vec<(usize, Value, usize, BTreeSet<String>)> {
+        a.iter()
+            .filter_map(|((c, v), (n, layers))| {
+                let other = b.get(&(*c, v.clone())).map_or(0, |(m, _)| *m);
+                (*n > other).then(|| (*c, v.clone(), n - other, layers.clone()))
+            })
+            .collect()
+    };
+    let gone = only(before, after);
+    let new = only(after, before);
+    let layers = |l: &BTreeSet<String>| l.iter().cloned().collect::<Vec<_>>().join(", ");
+    let mut lines = Vec::new();
+    let mut used = vec![false; new.len()];
+    for (c, v, n, ls) in &gone {
+        let same_kind_name = |w: &Value| {
+            w.str_at(&["kind"]) == v.str_at(&["kind"])
+                && w.str_at(&["metadata", "name"]) == v.str_at(&["metadata", "name"])
+        };
+        match new
+            .iter()
+            .enumerate()
+            .find(|(i, (c2, w, _, _))| !used[*i] && c2 == c && same_kind_name(w))
+        {
+            Some((i, (_, w, _, ls2))) => {
+                used[i] = true;
+                lines.push(format!(
+                    "{} (layer {}) changes: {}",
+                    identity(v),
+                    layers(ls),
+                    first_difference(v, w, "")
+                        .map(|(p, a, b)| format!("{p}: {} → {}", shown(&a), shown(&b)))
+                        .unwrap_or_else(|| "its content differs".into()),
+                ));
+                let _ = ls2;
+            }
+            None => lines.push(format!(
+                "{} is rendered {n} time(s) fewer after the change (was in layer {})",
+                identity(v),
+                layers(ls)
+            )),
+        }
+    }
+    for (i, (_, v, n, ls)) in new.iter().enumerate() {
+        if !used[i] {
+            lines.push(format!(
+                "{} is rendered {n} more time(s) after the change (layer {})",
+                identity(v),
+                layers(ls)
+            ));
+        }
+    }
+    lines.truncate(5);
+    lines.join("; ")
+}
+
+fn shown(v: &Option<Value>) -> String {
+    v.as_ref().map_or("(absent)".into(), show)
+}
+
+/// The first path where two values differ: (path, before, after).
+fn first_difference(
+    a: &Value,
+    b: &Value,
+    path: &str,
+) -> Option<(String, Option<Value>, Option<Value>)> {
+    if a == b {
+        return None;
+    }
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (a, b) {
+        (Value::Map(x), Value::Map(y)) => {
+            for (k, v) in x {
+                let key = k.as_str().unwrap_or("?");
+                match y.iter().find(|(k2, _)| k2 == k) {
+                    Some((_, w)) => {
+                        if let Some(d) = first_difference(v, w, &join(key)) {
+                            return Some(d);
+                        }
+                    }
+                    None => return Some((join(key), Some(v.clone()), None)),
+                }
+            }
+            y.iter()
+                .find(|(k, _)| !x.iter().any(|(k2, _)| k2 == k))
+                .map(|(k, w)| (join(k.as_str().unwrap_or("?")), None, Some(w.clone())))
+        }
+        (Value::Seq(x), Value::Seq(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (v, w))| first_difference(v, w, &format!("{path}[{i}]"))),
+        _ => Some((
+            if path.is_empty() {
+                ".".into()
+            } else {
+                path.into()
+            },
+            Some(a.clone()),
+            Some(b.clone()),
+        )),
+    }
+}
+
+/// A temporary directory, removed on drop.
+struct TempTree {
+    root: PathBuf,
+}
+
+impl TempTree {
+    fn new() -> Result<TempTree, String> {
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let root = std::env::temp_dir().join(format!(
+            "fluxmend-verify-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        Ok(TempTree { root })
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The files the builds of the affected layers can read: everything below a generated variant
+/// directory; for every kustomization reached, the files of its directory and every file or
+/// directory any of its string values names (resources, components, patches, generator files…),
+/// followed recursively.
+fn needed_files(
+    repo: &Repo,
+    models: &[&Model],
+    affected: &BTreeSet<LayerKey>,
+    unverifiable: &BTreeMap<LayerKey, String>,
+) -> BTreeSet<String> {
+    let all: Vec<&str> = repo
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain(repo.other_files())
+        .collect();
+    let mut by_dir: HashMap<&str, Vec<&str>> = HashMap::new();
+    for p in &all {
+        by_dir.entry(parent_of(p)).or_default().push(p);
+    }
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = Vec::new();
+    for m in models {
+        for (_, l) in m.live_layers() {
+            let key = layer_key(l);
+            if !affected.contains(&key) || unverifiable.contains_key(&key) {
+                continue;
+            }
+            for v in &l.variants {
+                if v.generated {
+                    files.extend(
+                        all.iter()
+                            .filter(|p| below(p, &v.dir))
+                            .map(|p| p.to_string()),
+                    );
+                    todo.extend(
+                        m.kustomize_dirs
+                            .keys()
+                            .filter(|d| below(d, &v.dir))
+                            .cloned(),
+                    );
+                } else {
+                    todo.push(v.dir.clone());
+                }
+            }
+        }
+    }
+    let mut done: HashSet<String> = HashSet::new();
+    while let Some(dir) = todo.pop() {
+        if !done.insert(dir.clone()) {
+            continue;
+        }
+        files.extend(
+            by_dir
+                .get(dir.as_str())
+                .into_iter()
+                .flatten()
+                .map(|p| p.to_string()),
+        );
+        let mut strings = Vec::new();
+        for m in models {
+            let Some(k) = m.kustomize_dirs.get(&dir) else {
+                continue;
+            };
+            if let Ok(doc) = m.repo.file(k.file).yaml.value(k.root) {
+                collect_strings(&doc, &mut strings);
+            }
+        }
+        for s in strings {
+            // Only what names an existing path counts (URLs, globs and plain values do not).
+            let Some(path) = crate::model::join(&dir, s.trim_start_matches("./")) else {
+                continue;
+            };
+            if repo.is_dir(&path) {
+                todo.push(path);
+            } else if repo.is_file(&path) {
+                files.insert(path);
+            }
+        }
+    }
+    files
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Str(s, _) if !s.contains('\n') && !s.is_empty() => out.push(s.clone()),
+        Value::Seq(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Map(entries) => entries.iter().for_each(|(_, x)| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+/// Copy `only` (paths in the loader's view: what Flux would ship) into `to`; only regular files
+/// are read, and nothing is ever written below the repository root.
+fn copy_repo(repo: &Repo, to: &Path, only: &BTreeSet<String>) -> Result<(), String> {
+    let mut made: HashSet<String> = HashSet::new();
+    for rel in only.iter().map(String::as_str) {
+        let src = repo.root.join(rel);
+        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            continue;
+        }
+        let parent = parent_of(rel);
+        if made.insert(parent.to_string()) {
+            std::fs::create_dir_all(to.join(parent)).map_err(|e| e.to_string())?;
+        }
+        std::fs::copy(&src, to.join(rel)).map_err(|e| format!("copying {rel}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Apply a changeset to the copied tree.
+fn apply_to_tree(root: &Path, files: &[FileChange]) -> Result<(), String> {
+    for f in files {
+        if f.path.split('/').any(|c| c == ".." || c.is_empty()) {
+            return Err(format!("unsafe path {}", f.path));
+        }
+        let target = root.join(&f.path);
+        match &f.after {
+            Some(text) => {
+                std::fs::create_dir_all(target.parent().expect("below the root"))
+                    .map_err(|e| e.to_string())?;
+                std::fs::write(&target, text).map_err(|e| e.to_string())?;
+            }
+            None => {
+                let _ = std::fs::remove_file(&target);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,904 @@
+//! FM002 end to end on the fixture repositories: the finding and diff (snapshots), the written
+//! result equals `after/` byte for byte, negative control (and a clean repository with no
+//! finding), idempotence, render equivalence with `kubectl kustomize` (content, namespace and
+//! labels included, every object exactly once), and — asked of the model after the rewrite — a
+//! failing moved workload blocks no layer and masks no other object. Then the rule's edges on
+//! small repositories: the catalogue and its extension, healthChecks gating, folders that move
+//! whole, transformers carried over, and the fixes it refuses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fluxmend::load::Repo;
+use fluxmend::model::{Model, ObjectKey};
+use fluxmend::rules::disposable::Analysis;
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
+
+const CASES: &[&str] = &[
+    "seed002-apps-runners",
+    "fm002-helm-runners",
+    "fm002-generated",
+];
+
+fn fixture(case: &str, side: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(case)
+        .join(side)
+}
+
+fn fluxmend(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
+        .args(args)
+        .output()
+        .expect("run fluxmend");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file below `root`, relative path to bytes.
+fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path()
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn findings_and_diffs_match_snapshots() {
+    for case in CASES {
+        let dir = fixture(case, "before");
+        let (code, diff, report) = fluxmend(&["fix", dir.to_str().unwrap(), "--rule", "FM002"]);
+        assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
+        insta::assert_snapshot!(format!("{case}-report"), report);
+        insta::assert_snapshot!(format!("{case}-diff"), diff);
+    }
+}
+
+#[test]
+fn written_result_equals_after_tree_and_converges() {
+    for case in CASES {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&fixture(case, "before"), tmp.path());
+        let root = tmp.path().to_str().unwrap();
+        let (code, _, report) = fluxmend(&["fix", "--write", root]);
+        assert_eq!(code, 1, "{case}: {report}");
+        assert!(report.contains("verified: builtin"), "{case}: {report}");
+        assert_eq!(
+            tree(tmp.path()),
+            tree(&fixture(case, "after")),
+            "{case}: written tree differs from after/"
+        );
+        // Negative control: found before, not after; a second fix changes nothing.
+        let (before_code, before, _) = fluxmend(&[
+            "check",
+            fixture(case, "before").to_str().unwrap(),
+            "--rule",
+            "FM002",
+        ]);
+        assert_eq!(before_code, 1);
+        assert!(before.contains("[FM002]"), "{case}: {before}");
+        let (after_code, after, _) = fluxmend(&["check", root]);
+        assert!(!after.contains("[FM002]"), "{case}: {after}");
+        assert_eq!(after_code, 0, "{case}: {after}");
+        let (again, diff, _) = fluxmend(&["fix", root]);
+        assert_eq!((again, diff.as_str()), (0, ""), "{case}: second run");
+    }
+}
+
+#[test]
+fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
+    let root = fixture("fm002-clean", "before");
+    let root = root.to_str().unwrap();
+    let (code, report, _) = fluxmend(&["check", root]);
+    assert_eq!(code, 0, "{report}");
+    assert!(!report.contains("[FM002]"), "{report}");
+    let (code, diff, report) = fluxmend(&["fix", root]);
+    assert_eq!((code, diff.as_str()), (0, ""), "{report}");
+    // Its runners are disposable; they simply live in a layer that gates nothing.
+    let repo = Repo::load(Path::new(root)).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let mut analysis = Analysis::new(&model);
+    let runners: Vec<String> = (0..model.objects.len())
+        .filter(|&i| analysis.disposable(i).is_some())
+        .map(|i| model.object(i).key.name.clone())
+        .collect();
+    assert_eq!(runners, ["forgejo-runner", "forgejo-runner-host"]);
+}
+
+/// The documents Flux applies for every live layer, built the way Flux builds them: the
+/// kustomization it generates where the path has none, `targetNamespace`, `namePrefix`,
+/// `nameSuffix` written into the kustomization, `commonMetadata` set on every object. Each
+/// document (canonical YAML) maps to the layers that apply it; Flux Kustomizations are left out.
+fn flux_builds(root: &Path) -> BTreeMap<String, Vec<String>> {
+    let (_, graph, _) = fluxmend(&["graph", root.to_str().unwrap(), "--format", "json"]);
+    let graph: serde_json::Value = serde_json::from_str(&graph).unwrap();
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for layer in graph["layers"].as_array().unwrap() {
+        if !layer["live"].as_bool().unwrap() {
+            continue;
+        }
+        let name = layer["name"].as_str().unwrap();
+        let spec = layer_spec(&model, layer["namespace"].as_str().unwrap(), name);
+        for variant in layer["variants"].as_array().unwrap() {
+            let tmp = tempfile::tempdir().unwrap();
+            copy_tree(root, tmp.path());
+            let dir = tmp.path().join(variant["dir"].as_str().unwrap());
+            let file = dir.join("kustomization.yaml");
+            let mut k = if variant["generated"].as_bool().unwrap() {
+                let mut h = Hash::new();
+                h.insert(
+                    Yaml::from_str("apiVersion"),
+                    Yaml::from_str("kustomize.config.k8s.io/v1beta1"),
+                );
+                h.insert(Yaml::from_str("kind"), Yaml::from_str("Kustomization"));
+                h.insert(
+                    Yaml::from_str("resources"),
+                    Yaml::Array(
+                        generated_resources(&dir)
+                            .into_iter()
+                            .map(Yaml::String)
+                            .collect(),
+                    ),
+                );
+                h
+            } else {
+                let text = std::fs::read_to_string(&file).unwrap();
+                match YamlLoader::load_from_str(&text).unwrap().remove(0) {
+                    Yaml::Hash(h) => h,
+                    other => panic!("{other:?}"),
+                }
+            };
+            for (flux, kustomize) in [
+                ("targetNamespace", "namespace"),
+                ("namePrefix", "namePrefix"),
+                ("nameSuffix", "nameSuffix"),
+            ] {
+                if let Some(v) = spec[flux].as_str() {
+                    k.insert(Yaml::from_str(kustomize), Yaml::String(v.into()));
+                }
+            }
+            let mut text = String::new();
+            YamlEmitter::new(&mut text).dump(&Yaml::Hash(k)).unwrap();
+            std::fs::write(&file, text).unwrap();
+            let built = Command::new("kubectl")
+                .args([
+                    "kustomize",
+                    dir.to_str().unwrap(),
+                    "--load-restrictor",
+                    "LoadRestrictionsNone",
+                ])
+                .output()
+                .expect("kubectl (1.32, kustomize v5.5) must be installed");
+            assert!(
+                built.status.success(),
+                "kubectl kustomize {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&built.stderr)
+            );
+            for mut doc in
+                YamlLoader::load_from_str(&String::from_utf8(built.stdout).unwrap()).unwrap()
+            {
+                if doc["kind"].as_str() == Some("Kustomization")
+                    && doc["apiVersion"]
+                        .as_str()
+                        .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"))
+                {
+                    continue;
+                }
+                for (what, key) in [("labels", "labels"), ("annotations", "annotations")] {
+                    if let Some(add) = spec["commonMetadata"][what].as_object() {
+                        set_metadata(&mut doc, key, add);
+                    }
+                }
+                let mut s = String::new();
+                YamlEmitter::new(&mut s).dump(&doc).unwrap();
+                out.entry(s).or_default().push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A Flux Kustomization's spec as JSON.
+fn layer_spec(model: &Model, namespace: &str, name: &str) -> serde_json::Value {
+    let layer = model
+        .layers
+        .iter()
+        .find(|l| l.id.namespace == namespace && l.id.name == name && l.live)
+        .unwrap();
+    let Some(obj) = layer.object.map(|o| model.object(o)) else {
+        return serde_json::Value::Null;
+    };
+    let yaml = &model.repo.file(obj.file).yaml;
+    let text = yaml.slice(yaml.node(obj.root).span).to_string();
+    let doc = YamlLoader::load_from_str(&text).unwrap().remove(0);
+    yaml_to_json(&doc["spec"])
+}
+
+fn yaml_to_json(y: &Yaml) -> serde_json::Value {
+    match y {
+        Yaml::Hash(h) => serde_json::Value::Object(
+            h.iter()
+                .map(|(k, v)| (k.as_str().unwrap_or_default().to_string(), yaml_to_json(v)))
+                .collect(),
+        ),
+        Yaml::Array(a) => serde_json::Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::String(s) | Yaml::Real(s) => serde_json::Value::String(s.clone()),
+        Yaml::Integer(i) => serde_json::Value::String(i.to_string()),
+        Yaml::Boolean(b) => serde_json::Value::Bool(*b),
+        _ => serde_json::Value::Null,
+    }
+}
+
+fn set_metadata(doc: &mut Yaml, key: &str, add: &serde_json::Map<String, serde_json::Value>) {
+    let Yaml::Hash(root) = doc else { return };
+    let meta = root
+        .entry(Yaml::from_str("metadata"))
+        .or_insert_with(|| Yaml::Hash(Hash::new()));
+    let Yaml::Hash(meta) = meta else { return };
+    let map = meta
+        .entry(Yaml::from_str(key))
+        .or_insert_with(|| Yaml::Hash(Hash::new()));
+    let Yaml::Hash(map) = map else { return };
+    for (k, v) in add {
+        map.insert(
+            Yaml::String(k.clone()),
+            Yaml::String(v.as_str().unwrap_or_default().to_string()),
+        );
+    }
+}
+
+/// Flux's generated kustomization for `dir`: every `.yaml`/`.yml` below it, and each
+/// subdirectory with a kustomization file as a directory resource (not descended into).
+fn generated_resources(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut walk = walkdir::WalkDir::new(dir).sort_by_file_name().into_iter();
+    while let Some(Ok(entry)) = walk.next() {
+        if entry.depth() == 0 {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if entry.file_type().is_dir() {
+            if entry.path().join("kustomization.yaml").is_file() {
+                out.push(rel);
+                walk.skip_current_dir();
+            }
+        } else if rel.ends_with(".yaml") || rel.ends_with(".yml") {
+            out.push(rel);
+        }
+    }
+    out
+}
+
+#[test]
+fn kubectl_renders_every_object_once_with_the_same_content_before_and_after() {
+    for case in CASES {
+        let before = flux_builds(&fixture(case, "before"));
+        let after = flux_builds(&fixture(case, "after"));
+        assert!(before.len() > 10, "{case}: rendered too little to compare");
+        for (side, builds) in [("before", &before), ("after", &after)] {
+            let twice: Vec<_> = builds.iter().filter(|(_, l)| l.len() != 1).collect();
+            assert!(
+                twice.is_empty(),
+                "{case} {side}: rendered more than once: {twice:?}"
+            );
+        }
+        let docs = |b: &BTreeMap<String, Vec<String>>| b.keys().cloned().collect::<BTreeSet<_>>();
+        assert_eq!(
+            docs(&before),
+            docs(&after),
+            "{case}: objects rendered differ"
+        );
+        // Only the disposable bundle changed layer, and it now comes from the new layer.
+        let moved: Vec<(&String, &String, &String)> = before
+            .iter()
+            .filter(|&(doc, l)| after[doc] != *l)
+            .map(|(doc, l)| (doc, &l[0], &after[doc][0]))
+            .collect();
+        assert!(!moved.is_empty(), "{case}: nothing moved");
+        for (doc, from, to) in moved {
+            assert!(
+                to.starts_with(&format!("{from}-runners")),
+                "{case}: moved from {from} to {to}:\n{doc}"
+            );
+        }
+    }
+}
+
+/// (layer name, object) of every FM002 finding of the model of `root`.
+fn fm002_findings(root: &Path) -> Vec<(String, ObjectKey)> {
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    fluxmend::rules::run(&model, &["FM002".to_string()])
+        .into_iter()
+        .map(|f| (f.layer.name, f.object))
+        .collect()
+}
+
+#[test]
+fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing() {
+    for case in CASES {
+        let gated_before = fm002_findings(&fixture(case, "before"));
+        assert!(!gated_before.is_empty(), "{case}");
+        let repo = Repo::load(&fixture(case, "after")).unwrap();
+        let model = Model::build(&repo, &Default::default());
+        let mut analysis = Analysis::new(&model);
+        for (old_layer, key) in &gated_before {
+            // Every layer that would turn red when this workload fails.
+            let mut gating = Vec::new();
+            for (id, layer) in model.live_layers() {
+                for (vi, v) in layer.variants.iter().enumerate() {
+                    if v.inventory
+                        .iter()
+                        .any(|r| r.key == *key && layer.gates(&r.key))
+                    {
+                        gating.push((id, vi));
+                    }
+                }
+            }
+            assert!(
+                !gating.is_empty(),
+                "{case}: {key} is gated by no layer: its health is visible nowhere"
+            );
+            for (id, vi) in gating {
+                let layer = model.layer(id);
+                assert_ne!(&layer.id.name, old_layer, "{case}: {key}");
+                let blocked: Vec<String> = model
+                    .dependents(id)
+                    .iter()
+                    .map(|&d| model.layer(d).id.to_string())
+                    .collect();
+                assert!(
+                    blocked.is_empty(),
+                    "{case}: {key} in {} blocks {blocked:?}",
+                    layer.id
+                );
+                let bundle = analysis.bundle(id, vi);
+                let masked: Vec<String> = bundle
+                    .staying
+                    .iter()
+                    .map(|&i| layer.variants[vi].inventory[i].key.to_string())
+                    .collect();
+                assert!(
+                    masked.is_empty(),
+                    "{case}: {key} in {} masks {masked:?}",
+                    layer.id
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edges, on small repositories.
+
+/// A throw-away repository: bootstrap `clusters/test` (generated) plus whatever the test writes.
+struct Repo2 {
+    dir: tempfile::TempDir,
+}
+
+impl Repo2 {
+    fn new() -> Repo2 {
+        let r = Repo2 {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        r.write(
+            "clusters/test/flux-system/gotk-sync.yaml",
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/repo.git\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/test\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        );
+        r
+    }
+
+    fn path(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    fn write(&self, rel: &str, text: &str) -> &Repo2 {
+        let p = self.dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+        self
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    /// A Flux Kustomization `name` with `path`, `wait` and extra spec lines.
+    fn layer(&self, name: &str, path: &str, extra: &str) -> &Repo2 {
+        self.write(
+            &format!("clusters/test/{name}.yaml"),
+            &format!(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  path: {path}\n  prune: true\n{extra}"
+            ),
+        )
+    }
+
+    fn check(&self) -> serde_json::Value {
+        let (_, out, _) = fluxmend(&["check", self.path(), "--format", "json", "--rule", "FM002"]);
+        serde_json::from_str(&out).unwrap()
+    }
+
+    fn fix(&self) -> serde_json::Value {
+        let (_, out, err) = fluxmend(&["fix", self.path(), "--format", "json", "--rule", "FM002"]);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"))
+    }
+
+    fn write_fix(&self) -> String {
+        let (code, _, report) = fluxmend(&["fix", "--write", self.path(), "--rule", "FM002"]);
+        assert_eq!(code, 1, "{report}");
+        assert!(report.contains("written; verified: builtin"), "{report}");
+        report
+    }
+}
+
+const NAMESPACE_CI: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ci\n";
+const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
+
+fn deployment(name: &str, image: &str, extra_meta: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n{extra_meta}spec:\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n        - name: main\n          image: {image}\n"
+    )
+}
+
+fn objects(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["object"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_name_is_not_enough_the_catalogue_and_the_opt_in_label_are() {
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - namespace.yaml\n  - web.yaml\n  - named-runner.yaml\n  - batch.yaml\n  - exempt.yaml\n  - woodpecker.yaml\n",
+        )
+        .write("apps/namespace.yaml", NAMESPACE_CI)
+        .write("apps/web.yaml", WEB)
+        // "runner" in the name only: not disposable.
+        .write("apps/named-runner.yaml", &deployment("test-runner", "nginx:1.27", ""))
+        // Opted in by label.
+        .write(
+            "apps/batch.yaml",
+            &deployment("nightly", "busybox:1", "  labels:\n    fluxmend.io/disposable: \"true\"\n"),
+        )
+        // A runner image, opted out by annotation.
+        .write(
+            "apps/exempt.yaml",
+            &deployment(
+                "release-runner",
+                "gitea/act_runner:0.2.11",
+                "  annotations:\n    fluxmend.io/disposable: \"false\"\n",
+            ),
+        )
+        .write(
+            "apps/woodpecker.yaml",
+            &deployment("agent", "docker.io/woodpeckerci/woodpecker-agent:v3", ""),
+        );
+    let report = repo.check();
+    assert_eq!(objects(&report), ["nightly", "agent"], "{report:#}");
+    let messages: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages[0].contains("label fluxmend.io/disposable: \"true\""),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[1].contains("Woodpecker CI agent"),
+        "{}",
+        messages[1]
+    );
+    assert_eq!(report["findings"][0]["severity"], "warning");
+}
+
+#[test]
+fn the_repository_catalogue_extends_the_builtin_one_and_its_errors_are_reported() {
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write("apps/kustomization.yaml", "resources:\n  - web.yaml\n  - agent.yaml\n")
+        .write("apps/web.yaml", WEB)
+        .write("apps/agent.yaml", &deployment("agent", "registry.example.com/ci/agent:7", ""))
+        .write(
+            ".fluxmend.yaml",
+            "disposable:\n  images:\n    - reason: in-house build agent\n      match: registry.example.com/ci/agent\n",
+        );
+    let report = repo.check();
+    assert_eq!(objects(&report), ["agent"], "{report:#}");
+    assert!(
+        report["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("in-house build agent")
+    );
+    repo.write(
+        ".fluxmend.yaml",
+        "disposable:\n  images:\n    - match: registry.example.com/ci/agent\n",
+    );
+    let report = repo.check();
+    let first = &report["findings"][0];
+    assert_eq!(first["file"], ".fluxmend.yaml");
+    assert_eq!(first["line"], 3);
+    assert_eq!(first["severity"], "error");
+    assert!(
+        first["message"]
+            .as_str()
+            .unwrap()
+            .contains("every matcher needs a `reason`"),
+        "{first:#}"
+    );
+    // The built-in catalogue alone does not know the agent: the error is the only finding.
+    assert_eq!(objects(&report), [""]);
+}
+
+#[test]
+fn a_healthchecks_gate_moves_the_runner_and_drops_its_entry() {
+    let repo = Repo2::new();
+    repo.layer(
+        "apps",
+        "./apps",
+        "  healthChecks:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: web\n      namespace: ci\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: runner\n      namespace: ci\n",
+    )
+    .layer("later", "./later", "  dependsOn:\n    - name: apps\n")
+    .write("later/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: ci\n")
+    .write(
+        "apps/kustomization.yaml",
+        "namespace: ci\nresources:\n  - namespace.yaml\n  - web.yaml\n  - runner.yaml\n",
+    )
+    .write("apps/namespace.yaml", NAMESPACE_CI)
+    .write("apps/web.yaml", WEB)
+    .write(
+        "apps/runner.yaml",
+        &deployment("runner", "ghcr.io/actions/actions-runner:2.327.1", ""),
+    );
+    let report = repo.check();
+    assert_eq!(objects(&report), ["runner"]);
+    let f = &report["findings"][0];
+    assert_eq!(f["severity"], "error", "it blocks `later`");
+    assert_eq!(f["blocked_layers"][0]["name"], "later");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("(its healthChecks)")
+    );
+    repo.write_fix();
+    let apps = repo.read("clusters/test/apps.yaml");
+    assert!(
+        apps.contains("name: web") && !apps.contains("name: runner"),
+        "{apps}"
+    );
+    let new = repo.read("clusters/test/apps-runners.yaml");
+    assert!(
+        new.contains("  wait: true\n") && new.contains("  path: ./apps/runners\n"),
+        "{new}"
+    );
+    assert!(
+        new.contains("  dependsOn:\n    - name: apps\n"),
+        "it needs the ci Namespace:\n{new}"
+    );
+    assert_eq!(
+        repo.read("apps/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nnamespace: ci\nresources:\n  - runner.yaml\n"
+    );
+    assert_eq!(repo.check()["findings"], serde_json::json!([]));
+}
+
+#[test]
+fn a_folder_of_runners_is_wrapped_with_the_outer_transformers_and_left_as_it_is() {
+    let repo = Repo2::new();
+    let runners_kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nlabels:\n  - pairs:\n      app.kubernetes.io/part-of: ci\nresources:\n  - runner.yaml\n";
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "namespace: forgejo\ncommonLabels:\n  team: platform\nresources:\n  - namespace.yaml\n  - server.yaml\n  - ci-runners/\n",
+        )
+        .write("apps/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: forgejo\n")
+        .write("apps/server.yaml", WEB)
+        .write("apps/ci-runners/kustomization.yaml", runners_kustomization)
+        .write(
+            "apps/ci-runners/runner.yaml",
+            &deployment("runner", "code.forgejo.org/forgejo/runner:11", ""),
+        );
+    assert!(repo.write_fix().contains("builtin + kustomize"));
+    assert_eq!(
+        repo.read("apps/kustomization.yaml"),
+        "namespace: forgejo\ncommonLabels:\n  team: platform\nresources:\n  - namespace.yaml\n  - server.yaml\n"
+    );
+    assert_eq!(
+        repo.read("apps/ci-runners/kustomization.yaml"),
+        runners_kustomization
+    );
+    assert_eq!(
+        repo.read("apps/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nnamespace: forgejo\ncommonLabels:\n  team: platform\nresources:\n  - ../ci-runners\n"
+    );
+    assert!(
+        repo.read("clusters/test/apps-runners.yaml")
+            .contains("  path: ./apps/runners\n")
+    );
+    // With nothing to carry over, the folder itself is the new path.
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - server.yaml\n  - ci-runners/\n",
+        )
+        .write("apps/server.yaml", WEB)
+        .write("apps/ci-runners/kustomization.yaml", runners_kustomization)
+        .write(
+            "apps/ci-runners/runner.yaml",
+            &deployment("runner", "buildkite/agent:3", ""),
+        );
+    repo.write_fix();
+    assert!(
+        repo.read("clusters/test/apps-runners.yaml")
+            .contains("  path: ./apps/ci-runners\n")
+    );
+    assert!(!repo.dir.path().join("apps/runners").exists());
+}
+
+#[test]
+fn a_folder_of_runners_inside_a_generated_path_moves_out_whole() {
+    let repo = Repo2::new();
+    let runner_kustomization = "namespace: team-a\nresources:\n  - ../../base/runner\n";
+    repo.layer("apps", "./apps/cluster-a", "  wait: true\n")
+        .write("apps/cluster-a/web.yaml", WEB)
+        .write(
+            "apps/cluster-a/runner/kustomization.yaml",
+            runner_kustomization,
+        )
+        .write(
+            "apps/base/runner/kustomization.yaml",
+            "resources:\n  - runner.yaml\n",
+        )
+        .write(
+            "apps/base/runner/runner.yaml",
+            &deployment("runner", "drone/drone-runner-kube:latest", ""),
+        );
+    assert!(repo.write_fix().contains("builtin + kustomize"));
+    assert!(
+        !repo
+            .dir
+            .path()
+            .join("apps/cluster-a/runner/kustomization.yaml")
+            .exists()
+    );
+    assert_eq!(
+        repo.read("apps/cluster-a-runners/runner/kustomization.yaml"),
+        runner_kustomization
+    );
+    let new = repo.read("clusters/test/apps-runners.yaml");
+    assert!(
+        new.contains("  path: ./apps/cluster-a-runners/runner\n"),
+        "{new}"
+    );
+    assert!(
+        !new.contains("dependsOn"),
+        "it needs nothing of apps:\n{new}"
+    );
+}
+
+#[test]
+fn transformers_of_several_levels_are_merged_into_the_new_kustomization() {
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps/prod", "  wait: true\n")
+        .write(
+            "apps/prod/kustomization.yaml",
+            "resources:\n  - ../base\ncommonAnnotations:\n  owner: ops\nlabels:\n  - pairs:\n      env: prod\n",
+        )
+        .write(
+            "apps/base/kustomization.yaml",
+            "namespace: ci\nnamePrefix: ci-\nlabels:\n  - pairs:\n      tier: build\n    includeSelectors: true\nresources:\n  - namespace.yaml\n  - web.yaml\n  - runner.yaml\n",
+        )
+        .write("apps/base/namespace.yaml", NAMESPACE_CI)
+        .write("apps/base/web.yaml", WEB)
+        .write(
+            "apps/base/runner.yaml",
+            &deployment("runner", "gitlab/gitlab-runner:alpine", ""),
+        );
+    let report = repo.write_fix();
+    assert!(report.contains("builtin + kustomize"), "{report}");
+    assert_eq!(
+        repo.read("apps/base/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps/base by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nnamespace: ci\nnamePrefix: ci-\nlabels:\n  - pairs:\n      env: prod\n  - pairs:\n      tier: build\n    includeSelectors: true\ncommonAnnotations:\n  owner: ops\nresources:\n  - runner.yaml\n"
+    );
+}
+
+/// The fix each repository gets refused, and why.
+fn refusal(repo: &Repo2) -> String {
+    let plan = repo.fix();
+    assert_eq!(plan["files"], serde_json::json!([]), "{plan:#}");
+    plan["findings"][0]["no_fix_reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn what_cannot_be_carried_over_exactly_is_refused_with_the_reason() {
+    let base = |kustomization: &str| {
+        let repo = Repo2::new();
+        repo.layer("apps", "./apps/prod", "  wait: true\n")
+            .write("apps/prod/kustomization.yaml", kustomization)
+            .write(
+                "apps/base/kustomization.yaml",
+                "namespace: ci\nresources:\n  - namespace.yaml\n  - web.yaml\n  - runner.yaml\n",
+            )
+            .write("apps/base/namespace.yaml", NAMESPACE_CI)
+            .write("apps/base/web.yaml", WEB)
+            .write(
+                "apps/base/runner.yaml",
+                &deployment("runner", "jenkins/inbound-agent:3", ""),
+            );
+        repo
+    };
+    // A patch of an outer kustomization that targets the runner.
+    let repo = base(
+        "resources:\n  - ../base\npatches:\n  - target:\n      kind: Deployment\n      name: runner\n    patch: |\n      - op: add\n        path: /spec/replicas\n        value: 2\n",
+    );
+    let reason = refusal(&repo);
+    assert!(
+        reason
+            .contains("apps/prod/kustomization.yaml:4: a patch that may target the moved objects"),
+        "{reason}"
+    );
+    // A patch that targets something else is no obstacle.
+    let repo = base(
+        "resources:\n  - ../base\npatches:\n  - target:\n      kind: Deployment\n      name: (web|api)\n    patch: |\n      - op: add\n        path: /spec/replicas\n        value: 2\n",
+    );
+    assert!(repo.write_fix().contains("builtin + kustomize"));
+    // Replacements may touch anything.
+    let repo = base("resources:\n  - ../base\nreplacements:\n  - path: r.yaml\n");
+    repo.write(
+        "apps/prod/r.yaml",
+        "source: {kind: Deployment, name: web}\ntargets: []\n",
+    );
+    assert!(refusal(&repo).contains("`replacements` may change the moved objects"));
+    // A name prefix rewrites references: a runner naming a Secret that stays cannot move.
+    let repo = base("resources:\n  - ../base\nnamePrefix: prod-\n");
+    repo.write(
+        "apps/base/runner.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\nspec:\n  template:\n    spec:\n      containers:\n        - name: r\n          image: jenkins/inbound-agent:3\n          envFrom: [{secretRef: {name: shared}}]\n",
+    )
+    .write(
+        "apps/base/web.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: shared\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: w\n          image: nginx\n          envFrom: [{secretRef: {name: shared}}]\n",
+    );
+    let reason = refusal(&repo);
+    assert!(
+        reason.contains("Deployment/ci/prod-runner names Secret/ci/prod-shared across the split"),
+        "{reason}"
+    );
+    // A base another layer builds too.
+    let repo = base("resources:\n  - ../base\n");
+    repo.layer("staging", "./apps/base", "");
+    assert!(
+        refusal(&repo).contains("is also built by flux-system/staging"),
+        "{}",
+        refusal(&repo)
+    );
+}
+
+#[test]
+fn a_runner_only_layer_with_dependents_is_reported_without_a_fix() {
+    let repo = Repo2::new();
+    repo.layer("runners", "./runners", "  wait: true\n")
+        .layer("apps", "./apps", "  dependsOn:\n    - name: runners\n")
+        .write("apps/web.yaml", WEB)
+        .write("runners/namespace.yaml", NAMESPACE_CI)
+        .write(
+            "runners/runner.yaml",
+            &deployment(
+                "runner",
+                "summerwind/actions-runner:latest",
+                "  namespace: ci\n",
+            ),
+        );
+    let plan = repo.fix();
+    let f = &plan["findings"][0];
+    assert_eq!(f["severity"], "error");
+    assert_eq!(f["masked_objects"], 0);
+    assert!(
+        f["no_fix_reason"]
+            .as_str()
+            .unwrap()
+            .contains("holds only disposable workloads and what they use"),
+        "{f:#}"
+    );
+    // Without the dependent it is the safe end state.
+    repo.layer("apps", "./apps", "");
+    assert_eq!(repo.check()["findings"], serde_json::json!([]));
+}
+
+#[test]
+fn line_endings_and_bom_are_kept_in_split_and_new_files() {
+    let repo = Repo2::new();
+    let crlf = |t: &str| t.replace('\n', "\r\n");
+    repo.write(
+        "clusters/test/apps.yaml",
+        &format!(
+            "\u{feff}{}",
+            crlf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n")
+        ),
+    )
+    .write("apps/kustomization.yaml", &crlf("resources:\n  - all.yaml\n"))
+    .write(
+        "apps/all.yaml",
+        &format!(
+            "\u{feff}{}",
+            crlf(&format!("# everything\n{WEB}---\n{}", deployment("runner", "gitea/act_runner:0.2", "")))
+        ),
+    );
+    repo.write_fix();
+    assert_eq!(
+        repo.read("apps/all.yaml"),
+        format!("\u{feff}{}", crlf(&format!("# everything\n{WEB}")))
+    );
+    assert_eq!(
+        repo.read("apps/runners/all.yaml"),
+        format!(
+            "\u{feff}{}",
+            crlf(&format!(
+                "---\n{}",
+                deployment("runner", "gitea/act_runner:0.2", "")
+            ))
+        )
+    );
+    for f in [
+        "apps/runners/kustomization.yaml",
+        "clusters/test/apps-runners.yaml",
+        "apps/kustomization.yaml",
+    ] {
+        let text = repo.read(f);
+        assert!(
+            !text.replace("\r\n", "").contains('\n'),
+            "{f} is not CRLF throughout: {text:?}"
+        );
+    }
+}

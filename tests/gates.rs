@@ -1,0 +1,512 @@
+//! The gates are known to be able to fail: deliberately wrong fixes, handed in as hand-built
+//! [`Fix`]es on a real FM001 finding, are each refused by the gate meant to catch them — the YAML
+//! gate, the builtin render gate, convergence and the kustomize gate — and the rule's own fix
+//! passes all four. Also: `--verify` modes on the command line.
+//!
+//! The kustomize gate needs `kustomize` or `kubectl` (1.32, kustomize v5.5) on PATH; like the
+//! differential tests, these tests fail without it rather than skip.
+
+mod common;
+
+use std::ffi::OsStr;
+
+use common::TempRepo;
+use fluxmend::edit::{Changeset, TextEdit};
+use fluxmend::load::Repo;
+use fluxmend::model::{Model, ModelOptions};
+use fluxmend::rules::{Finding, Fix};
+use fluxmend::verify::gates::{self, Gate, VerifyMode};
+use fluxmend::verify::kustomize::Tool;
+
+const APPS_KUSTOMIZATION: &str = "\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - app.yaml
+  - shop
+  - flux.yaml
+";
+
+/// A sub-kustomization with two transformers: `namespace:` (which fluxmend models) and
+/// `patches:` (which it does not — only a real kustomize sees what dropping it does).
+const SHOP_KUSTOMIZATION: &str = "\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: shop
+resources:
+  - cm.yaml
+patches:
+  - target:
+      kind: ConfigMap
+      name: shop-settings
+    patch: |
+      - op: add
+        path: /data/patched
+        value: \"yes\"
+";
+
+const SHOP_CM: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shop-settings
+data:
+  color: blue
+";
+
+const FLUX_INSTANCE: &str = "\
+apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  distribution:
+    version: \"2.x\"
+  sync:
+    kind: GitRepository
+    url: https://github.com/example/fleet
+    ref: refs/heads/main
+    path: clusters/prod
+";
+
+/// The common layout plus a FluxInstance in the `wait: true` layer `apps` (an FM001 finding)
+/// and the `shop` sub-kustomization.
+fn layout() -> TempRepo {
+    let repo = TempRepo::flux_layout();
+    repo.write("apps/kustomization.yaml", APPS_KUSTOMIZATION)
+        .write("apps/shop/kustomization.yaml", SHOP_KUSTOMIZATION)
+        .write("apps/shop/cm.yaml", SHOP_CM)
+        .write("apps/flux.yaml", FLUX_INSTANCE);
+    repo
+}
+
+fn tool() -> Tool {
+    Tool::find().expect("the kustomize gate tests need `kustomize` or `kubectl` on PATH")
+}
+
+struct Setup {
+    repo: Repo,
+    options: ModelOptions,
+}
+
+impl Setup {
+    fn new(dir: &TempRepo) -> Self {
+        Setup {
+            repo: Repo::load(dir.path()).expect("load"),
+            options: ModelOptions::default(),
+        }
+    }
+
+    fn model(&self) -> Model<'_> {
+        Model::build(&self.repo, &self.options)
+    }
+
+    /// The FM001 finding of `apps`, with the rule's own fix.
+    fn finding(&self, model: &Model) -> Finding {
+        let findings = fluxmend::rules::run(model, &["FM001".to_string()]);
+        let f = findings
+            .into_iter()
+            .find(|f| f.layer.name == "apps")
+            .expect("an FM001 finding in apps");
+        assert!(f.fix.is_some(), "the rule offers a fix: {f:?}");
+        f
+    }
+
+    fn text(&self, path: &str) -> &str {
+        &self
+            .repo
+            .file(self.repo.file_id(path).expect(path))
+            .yaml
+            .text
+    }
+
+    /// An edit removing the whole line that holds `needle` in `path`.
+    fn remove_line(&self, path: &str, needle: &str) -> TextEdit {
+        let text = self.text(path);
+        let at = text
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {path}"));
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        TextEdit {
+            start,
+            end: fluxmend::edit::after_line(text, at),
+            text: String::new(),
+        }
+    }
+}
+
+/// The finding with `changes` as its fix (optionally on top of the rule's own fix).
+fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding {
+    let mut changes = if with_rule_fix {
+        finding.fix.as_ref().unwrap().changes.clone()
+    } else {
+        Changeset::default()
+    };
+    changes
+        .merge(&extra)
+        .expect("planted edits do not overlap the rule's");
+    let mut f = finding.clone();
+    f.fix = Some(Fix {
+        description: "a deliberately wrong fix".into(),
+        tradeoff: "none",
+        changes,
+    });
+    f
+}
+
+fn expect_gate(result: Result<(), gates::GateFailure>, gate: Gate, needles: &[&str]) {
+    let failure = result.expect_err("the planted fix must be refused");
+    eprintln!("{gate}: {}", failure.reason);
+    assert_eq!(failure.gate, gate, "refused by the wrong gate: {failure:?}");
+    for n in needles {
+        assert!(
+            failure.reason.contains(n),
+            "{gate} reason does not mention {n:?}: {}",
+            failure.reason
+        );
+    }
+}
+
+#[test]
+fn the_rules_own_fix_passes_every_gate() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let tool = tool();
+    gates::verify_fix(&s.repo, &model, &s.options, &finding, Some(&tool)).unwrap();
+    let outcome =
+        gates::kustomize_gate(&s.repo, &model, &s.options, &finding, &tool).expect("kustomize");
+    // Before and after: the root layer (generated), `apps` and the new `flux-instance`.
+    assert!(outcome.builds >= 4, "too few builds: {outcome:?}");
+    assert!(
+        outcome.objects >= 8,
+        "too few objects compared: {outcome:?}"
+    );
+    assert!(outcome.not_verified.is_empty(), "{outcome:?}");
+}
+
+/// YAML gate: `wait: true` → `false` through a range one byte off: the file still parses, but
+/// the value is `tfalse`.
+#[test]
+fn yaml_gate_catches_an_edit_through_a_bad_byte_range() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let path = "clusters/prod/apps.yaml";
+    let at = s.text(path).find("wait: true").unwrap() + "wait: ".len();
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start: at + 1,
+            end: at + 4,
+            text: "false".into(),
+        },
+    );
+    let f = planted(&finding, false, bad);
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        Gate::Yaml,
+        &[path, "document 1: spec.wait", "`true`"],
+    );
+}
+
+/// YAML gate: an append that lands inside a block scalar (indented like its content) parses,
+/// but changes the scalar instead of adding a key.
+#[test]
+fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let path = "apps/shop/kustomization.yaml";
+    let end = s.text(path).len();
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start: end,
+            end,
+            text: "        labels: {}\n".into(),
+        },
+    );
+    let f = planted(&finding, true, bad);
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        Gate::Yaml,
+        &[path, "document 1: patches[0].patch changed"],
+    );
+}
+
+/// Render gate (builtin): dropping the `namespace:` transformer moves the ConfigMap out of
+/// `shop`; the kustomize gate sees it too.
+#[test]
+fn render_gate_catches_a_dropped_namespace_transformer() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let mut bad = Changeset::default();
+    bad.edit(
+        "apps/shop/kustomization.yaml",
+        s.remove_line("apps/shop/kustomization.yaml", "namespace: shop"),
+    );
+    let f = planted(&finding, true, bad);
+    // The YAML gate accepts it: removing a whole entry is what the edit says.
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        Gate::Render,
+        &["shop-settings"],
+    );
+    let k = gates::kustomize_gate(&s.repo, &model, &s.options, &f, &tool())
+        .expect_err("kustomize sees it too");
+    eprintln!("kustomize gate: {}", k.reason);
+    assert!(
+        k.reason.contains("ConfigMap shop/shop-settings")
+            && k.reason.contains("metadata.namespace"),
+        "{}",
+        k.reason
+    );
+}
+
+/// Render gate (builtin): the same object applied by two layers.
+#[test]
+fn render_gate_catches_an_object_duplicated_into_two_layers() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let mut bad = Changeset::default();
+    bad.create(
+        "infra/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hello\n"
+            .into(),
+    );
+    let f = planted(&finding, true, bad);
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        Gate::Render,
+        &["settings"],
+    );
+    let k = gates::kustomize_gate(&s.repo, &model, &s.options, &f, &tool())
+        .expect_err("kustomize sees it too");
+    eprintln!("kustomize gate: {}", k.reason);
+    assert!(
+        k.reason
+            .contains("ConfigMap demo/settings is rendered 1 more time"),
+        "{}",
+        k.reason
+    );
+}
+
+/// Convergence: a change that is harmless but fixes nothing.
+#[test]
+fn convergence_catches_a_fix_that_fixes_nothing() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let path = "clusters/prod/apps.yaml";
+    let at = s.text(path).find("10m").unwrap();
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start: at,
+            end: at + 3,
+            text: "11m".into(),
+        },
+    );
+    let f = planted(&finding, false, bad);
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        Gate::Convergence,
+        &["FM001", "FluxInstance"],
+    );
+}
+
+/// Kustomize gate: dropping `patches:` changes the rendered ConfigMap's content — fluxmend's
+/// model does not apply patches, so only a real kustomize can notice.
+#[test]
+fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    let path = "apps/shop/kustomization.yaml";
+    let text = s.text(path);
+    let start = text.find("patches:").unwrap();
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start,
+            end: text.len(),
+            text: String::new(),
+        },
+    );
+    let f = planted(&finding, true, bad);
+    // The YAML and builtin gates pass it...
+    gates::verify_fix(&s.repo, &model, &s.options, &f, None).expect("builtin cannot see patches");
+    // ...the kustomize gate does not, and says which object changed and how.
+    expect_gate(
+        gates::verify_fix(&s.repo, &model, &s.options, &f, Some(&tool())),
+        Gate::Kustomize,
+        &[
+            "ConfigMap shop/shop-settings",
+            "data.patched",
+            "\"yes\"",
+            "(absent)",
+        ],
+    );
+    // In `fix`, the fix is dropped and the finding kept, with the reason.
+    let plan = gates::plan_with(
+        &s.repo,
+        &model,
+        &s.options,
+        vec![f],
+        VerifyMode::Auto,
+        Some(&tool()),
+    );
+    assert!(plan.files.is_empty());
+    let kept = &plan.findings[0];
+    assert!(kept.fix.is_none());
+    let reason = kept.no_fix_reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with("fix dropped: kustomize gate") && reason.contains("data.patched"),
+        "{reason}"
+    );
+}
+
+fn fix_cli(dir: &TempRepo, args: &[&str], path_env: Option<&str>) -> common::Run {
+    let mut cmd_args: Vec<&OsStr> = vec![OsStr::new("fix"), dir.path().as_os_str()];
+    cmd_args.extend(args.iter().map(OsStr::new));
+    match path_env {
+        None => common::fluxmend(cmd_args),
+        Some(p) => {
+            // The helper has no env hook; run the binary directly.
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_fluxmend"))
+                .args(&cmd_args)
+                .env("PATH", p)
+                .output()
+                .expect("run fluxmend");
+            common::Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8(out.stdout).unwrap(),
+                stderr: String::from_utf8(out.stderr).unwrap(),
+            }
+        }
+    }
+}
+
+#[test]
+fn verify_modes_on_the_command_line() {
+    let dir = layout();
+    let auto = fix_cli(&dir, &[], None);
+    assert_eq!(auto.code, 1, "{}", auto.stderr);
+    assert!(
+        auto.stderr
+            .contains("5 file(s) to change; verified: builtin + kustomize"),
+        "{}",
+        auto.stderr
+    );
+    let json = fix_cli(&dir, &["--format", "json"], None).json();
+    assert_eq!(
+        json["verified_by"],
+        serde_json::json!(["builtin", "kustomize"])
+    );
+    assert_eq!(json["not_verified"], serde_json::json!([]));
+
+    let builtin = fix_cli(&dir, &["--verify", "builtin"], None);
+    assert!(
+        builtin.stderr.contains("to change; verified: builtin\n"),
+        "{}",
+        builtin.stderr
+    );
+    assert_eq!(builtin.stdout, auto.stdout, "same diff");
+
+    let off = fix_cli(&dir, &["--verify", "off"], None);
+    assert_eq!(off.code, 1);
+    assert!(
+        off.stderr.contains("NOT VERIFIED (--verify off)")
+            && off.stderr.contains("not verified: --verify off"),
+        "{}",
+        off.stderr
+    );
+    let off_json = fix_cli(&dir, &["--verify", "off", "--format", "json"], None).json();
+    assert_eq!(off_json["verified_by"], serde_json::json!([]));
+
+    // Without kustomize or kubectl on PATH: auto falls back to builtin, kustomize refuses.
+    let empty = tempfile::tempdir().unwrap();
+    let path = empty.path().to_str().unwrap();
+    let no_tool = fix_cli(&dir, &[], Some(path));
+    assert!(
+        no_tool.stderr.contains("verified: builtin\n"),
+        "{}",
+        no_tool.stderr
+    );
+    let refused = fix_cli(&dir, &["--verify", "kustomize"], Some(path));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("neither `kustomize` nor `kubectl` is on PATH"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// A layer that reaches a remote resource is reported as not verified by kustomize (never
+/// fetched), and the fix is still verified by everything else.
+#[test]
+fn remote_resource_layer_is_not_verified_not_failed() {
+    let dir = layout();
+    dir.append(
+        "apps/kustomization.yaml",
+        "  - https://github.com/example/remote//deploy?ref=v1\n",
+    );
+    let run = fix_cli(&dir, &[], None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("verified: builtin + kustomize")
+            && run.stderr.contains(
+                "not verified: layer flux-system/apps: remote resource `https://github.com/example/remote//deploy?ref=v1` (never fetched)"
+            ),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Issue 5's "done when": `fix` on every fixture runs every gate, kustomize included, and says so;
+/// nothing is left unverified and no fix is dropped.
+#[test]
+fn every_fixture_fix_is_verified_by_builtin_and_kustomize() {
+    tool();
+    let mut fixed = 0;
+    for tree in common::fixture_trees(false) {
+        let run = common::fluxmend([OsStr::new("fix"), tree.root.as_os_str()]);
+        run.assert_no_panic();
+        if run.code == 0 {
+            assert!(run.stderr.contains("nothing to change"), "{}", run.stderr);
+            continue;
+        }
+        fixed += 1;
+        assert!(
+            run.stderr
+                .contains("to change; verified: builtin + kustomize\n"),
+            "{}: {}",
+            tree.label(),
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("not verified") && !run.stderr.contains("fix dropped"),
+            "{}: {}",
+            tree.label(),
+            run.stderr
+        );
+    }
+    assert!(fixed >= 6, "only {fixed} fixtures had a fix");
+}
