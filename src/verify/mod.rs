@@ -64,13 +64,9 @@ fn rendered_multiset(
     out
 }
 
-/// The (cluster, name) of every layer defined in a changed file, named by a finding, or new.
-fn touched_layers(
-    model: &Model,
-    after: &Model,
-    files: &[FileChange],
-    findings: &[&Finding],
-) -> Vec<(usize, String)> {
+/// The (cluster, name) of every layer defined in a changed file, or new: only their own Flux
+/// Kustomization objects may differ (in a fleet, other clusters' same-named layers may not).
+fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(usize, String)> {
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let in_changed_file = |m: &Model, l: &crate::model::Layer| {
         l.object
@@ -80,7 +76,7 @@ fn touched_layers(
         model.layers.iter().map(|l| (l.cluster, &l.id)).collect();
     let mut out: Vec<(usize, String)> = Vec::new();
     for l in &model.layers {
-        if in_changed_file(model, l) || findings.iter().any(|f| f.layer == l.id) {
+        if in_changed_file(model, l) {
             out.push((l.cluster, l.id.name.clone()));
         }
     }
@@ -117,7 +113,7 @@ fn check(
     // Render gate: the same objects, with the same content, before and after.
     let after_repo = repo.with_changes(&apply::as_overlay(files));
     let after = Model::build(&after_repo, options);
-    let touched = touched_layers(model, &after, files, findings);
+    let touched = touched_layers(model, &after, files);
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let before_set = rendered_multiset(model, &touched, &changed);
