@@ -10,8 +10,8 @@ use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant};
 use crate::parse::YamlFile;
 
 use super::layer_split::{
-    bringing_entry, copy_entry, display, entry_location, free_name, prefix, register,
-    relative_below, remove_items, remove_resource_entry, spec_indent,
+    bringing_entry, copy_entry, display, entry_location, free_name, layer_document_head, prefix,
+    register, relative_below, remove_items, remove_resource_entry, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -408,30 +408,16 @@ fn new_layer_document(
     let eol = yaml.line_ending.as_str();
     let spec = yaml.lookup(root, &["spec"]);
     let indent = spec_indent(yaml, root);
-    let api = yaml
-        .lookup(root, &["apiVersion"])
-        .and_then(|n| yaml.scalar(n))
-        .unwrap_or("kustomize.toolkit.fluxcd.io/v1");
     let mut out = String::new();
     let mut line = |s: &str| {
         out.push_str(s);
         out.push_str(eol);
     };
-    line(&format!("apiVersion: {api}"));
-    line("kind: Kustomization");
-    line("metadata:");
-    line(&format!("{indent}name: {}", edit::scalar_text(name)));
-    if let Some(ns) = yaml
-        .lookup(root, &["metadata", "namespace"])
-        .and_then(|n| yaml.scalar(n))
-    {
-        line(&format!("{indent}namespace: {}", edit::scalar_text(ns)));
-    }
-    line("spec:");
-    line(&format!(
-        "{indent}# Split out by fluxmend FM001: the FluxInstance must not be health-gated by {}.",
+    let why = format!(
+        "# Split out by fluxmend FM001: the FluxInstance must not be health-gated by {}.",
         layer.id.name
-    ));
+    );
+    layer_document_head(yaml, root, name, &why, &mut line);
     let copied = [
         "interval",
         "retryInterval",

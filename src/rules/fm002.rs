@@ -15,8 +15,9 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 use super::disposable::{Analysis, Bundle, REPO_FILE};
 use super::layer_split::{
-    bringing_entry, copy_entry, copy_entry_nodes, display, entry_text, free_name, modelines,
-    prefix, register, relative_below, remove_items, resources_list, spec_indent,
+    bringing_entry, copy_entry, copy_entry_nodes, display, entry_text, free_name,
+    layer_document_head, modelines, prefix, register, relative_below, remove_items, resources_list,
+    spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -1439,10 +1440,6 @@ fn new_layer_document(
     let eol = yaml.line_ending.as_str();
     let spec = yaml.lookup(root, &["spec"]);
     let indent = spec_indent(yaml, root);
-    let api = yaml
-        .lookup(root, &["apiVersion"])
-        .and_then(|n| yaml.scalar(n))
-        .unwrap_or("kustomize.toolkit.fluxcd.io/v1");
     let dash_indent = spec
         .and_then(|s| yaml.lookup(s, &["dependsOn"]))
         .and_then(|l| yaml.items(l).first().copied())
@@ -1456,21 +1453,11 @@ fn new_layer_document(
         out.push_str(s);
         out.push_str(eol);
     };
-    line(&format!("apiVersion: {api}"));
-    line("kind: Kustomization");
-    line("metadata:");
-    line(&format!("{indent}name: {}", edit::scalar_text(name)));
-    if let Some(ns) = yaml
-        .lookup(root, &["metadata", "namespace"])
-        .and_then(|n| yaml.scalar(n))
-    {
-        line(&format!("{indent}namespace: {}", edit::scalar_text(ns)));
-    }
-    line("spec:");
-    line(&format!(
-        "{indent}# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
+    let why = format!(
+        "# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
         layer.id.name
-    ));
+    );
+    layer_document_head(yaml, root, name, &why, &mut line);
     let depends_on = |line: &mut dyn FnMut(&str)| match depends {
         DependsOn::OldLayer => {
             line(&format!("{indent}dependsOn:"));

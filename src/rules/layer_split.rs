@@ -315,3 +315,32 @@ pub(super) fn register(
     }
     Ok(())
 }
+
+/// The head of a new Flux Kustomization written beside the one at `root`: its `apiVersion`,
+/// `kind`, `metadata` (the new name, and the old namespace when it was written) and `spec:` with
+/// a comment line saying why the layer exists — in the old document's indentation.
+pub(super) fn layer_document_head(
+    yaml: &YamlFile,
+    root: NodeId,
+    name: &str,
+    why: &str,
+    line: &mut impl FnMut(&str),
+) {
+    let indent = spec_indent(yaml, root);
+    let api = yaml
+        .lookup(root, &["apiVersion"])
+        .and_then(|n| yaml.scalar(n))
+        .unwrap_or("kustomize.toolkit.fluxcd.io/v1");
+    line(&format!("apiVersion: {api}"));
+    line("kind: Kustomization");
+    line("metadata:");
+    line(&format!("{indent}name: {}", edit::scalar_text(name)));
+    if let Some(ns) = yaml
+        .lookup(root, &["metadata", "namespace"])
+        .and_then(|n| yaml.scalar(n))
+    {
+        line(&format!("{indent}namespace: {}", edit::scalar_text(ns)));
+    }
+    line("spec:");
+    line(&format!("{indent}{why}"));
+}
