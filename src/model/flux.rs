@@ -240,47 +240,31 @@ fn layer_from_object(
     let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
     let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
     let namespace = key.namespace.clone().unwrap_or_else(|| "default".into());
-    let health_checks = at(&["healthChecks"])
-        .map(|list| {
-            yaml.items(list)
-                .iter()
-                .filter_map(|&item| {
-                    let get = |k: &str| {
-                        yaml.lookup(item, &[k])
-                            .and_then(|n| yaml.scalar(n))
-                            .map(str::to_string)
-                    };
-                    Some(HealthCheck {
-                        kind: get("kind")?,
-                        name: get("name")?,
-                        namespace: get("namespace"),
-                        item,
-                    })
-                })
-                .collect()
+    let field = |item: NodeId, k: &str| {
+        yaml.lookup(item, &[k])
+            .and_then(|n| yaml.scalar(n))
+            .map(str::to_string)
+    };
+    let items = |key: &str| at(&[key]).map_or(&[][..], |list| yaml.items(list));
+    let health_checks = items("healthChecks")
+        .iter()
+        .filter_map(|&item| {
+            Some(HealthCheck {
+                kind: field(item, "kind")?,
+                name: field(item, "name")?,
+                namespace: field(item, "namespace"),
+                item,
+            })
         })
-        .unwrap_or_default();
-    let depends_on = at(&["dependsOn"])
-        .map(|list| {
-            yaml.items(list)
-                .iter()
-                .filter_map(|&item| {
-                    let get = |k: &str| {
-                        yaml.lookup(item, &[k])
-                            .and_then(|n| yaml.scalar(n))
-                            .map(str::to_string)
-                    };
-                    Some((
-                        LayerRef {
-                            name: get("name")?,
-                            namespace: get("namespace").unwrap_or_else(|| namespace.clone()),
-                        },
-                        item,
-                    ))
-                })
-                .collect()
+        .collect();
+    let depends_on = items("dependsOn")
+        .iter()
+        .filter_map(|&item| {
+            let name = field(item, "name")?;
+            let namespace = field(item, "namespace").unwrap_or_else(|| namespace.clone());
+            Some((LayerRef { name, namespace }, item))
         })
-        .unwrap_or_default();
+        .collect();
     let bool_at = |k: &str| {
         at(&[k])
             .and_then(|n| yaml.value(n).ok())
