@@ -44,6 +44,9 @@ pub struct Model<'r> {
     pub layers: Vec<Layer>,
     /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
     dependents_of: Vec<Vec<LayerId>>,
+    /// For each file, the live (layer, variant index) pairs that render from it: as the file of
+    /// an object they apply or a kustomization file on the way.
+    users_of_file: HashMap<usize, Vec<(LayerId, usize)>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -59,6 +62,7 @@ impl<'r> Model<'r> {
             kustomize_dirs: HashMap::new(),
             layers: Vec::new(),
             dependents_of: Vec::new(),
+            users_of_file: HashMap::new(),
             diagnostics,
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
@@ -95,12 +99,34 @@ impl<'r> Model<'r> {
                 model.dependents_of[dep].push(id);
             }
         }
+        let mut users: HashMap<usize, Vec<(LayerId, usize)>> = HashMap::new();
+        for (id, layer) in model.live_layers() {
+            for (vi, variant) in layer.variants.iter().enumerate() {
+                for r in &variant.inventory {
+                    let file = model.objects[r.object].file;
+                    for f in std::iter::once(file).chain(r.chain.iter().copied()) {
+                        let list = users.entry(f).or_default();
+                        if list.last() != Some(&(id, vi)) {
+                            list.push((id, vi));
+                        }
+                    }
+                }
+            }
+        }
+        users.values_mut().for_each(|l| l.dedup());
+        model.users_of_file = users;
         model
     }
 
     /// Objects defined in a file, in document order.
     pub fn objects_in(&self, file: usize) -> &[ObjectIdx] {
         self.objects_by_file.get(&file).map_or(&[], Vec::as_slice)
+    }
+
+    /// The live (layer, variant index) pairs that render from `file` (an object's file or a
+    /// kustomization file on the way), in layer order.
+    pub fn users_of_file(&self, file: usize) -> &[(LayerId, usize)] {
+        self.users_of_file.get(&file).map_or(&[], Vec::as_slice)
     }
 
     pub fn object(&self, idx: ObjectIdx) -> &Object {

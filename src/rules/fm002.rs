@@ -1361,30 +1361,18 @@ fn used_elsewhere(
 ) -> Option<String> {
     let layer = model.layer(layer_id);
     let dir = &layer.variants[vi].dir;
-    for (lid, l) in model.live_layers() {
-        for (i, v) in l.variants.iter().enumerate() {
+    for &f in touched.objects.iter().chain(&touched.kustomizations) {
+        for &(lid, i) in model.users_of_file(f) {
+            let l = model.layer(lid);
+            let v = &l.variants[i];
             let same = (lid == layer_id && i == vi) || (l.object == layer.object && v.dir == *dir);
-            if same {
-                continue;
-            }
-            for r in &v.inventory {
-                let file = model.object(r.object).file;
-                let hit = if touched.objects.contains(&file) {
-                    Some(file)
-                } else {
-                    r.chain
-                        .iter()
-                        .find(|c| touched.kustomizations.contains(c))
-                        .copied()
-                };
-                if let Some(f) = hit {
-                    return Some(format!(
-                        "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
-                        model.repo.file(f).path,
-                        l.id,
-                        display(&v.dir)
-                    ));
-                }
+            if !same {
+                return Some(format!(
+                    "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
+                    model.repo.file(f).path,
+                    l.id,
+                    display(&v.dir)
+                ));
             }
         }
     }
