@@ -42,10 +42,13 @@ pub enum ScalarStyle {
 #[derive(Clone, Debug, PartialEq)]
 pub enum NodeKind {
     Scalar {
-        value: String,
+        /// The scalar's value when it differs from its source text; `None` (most scalars, no
+        /// allocation) when the value is exactly the text of the node's span, quotes excluded.
+        /// Read it with [`YamlFile::scalar_text`].
+        value: Option<Box<str>>,
         style: ScalarStyle,
         /// The resolved tag (`tag:yaml.org,2002:str` for `!!str`), when one was written.
-        tag: Option<String>,
+        tag: Option<Box<str>>,
     },
     Mapping {
         entries: Vec<(NodeId, NodeId)>,
@@ -239,7 +242,7 @@ impl YamlFile {
         let nodes = builder.nodes;
         let mut docs = builder.docs;
         if error.is_none()
-            && let Some((key, first)) = first_duplicate_key(&nodes)
+            && let Some((key, first)) = first_duplicate_key(text, &nodes)
         {
             // Go's YAML (what Flux and kustomize use) rejects the file; so does fluxmend, keeping
             // the documents before the one with the duplicate.
@@ -247,10 +250,7 @@ impl YamlFile {
             let line = line_starts.partition_point(|&s| s <= at);
             let first_line = line_starts.partition_point(|&s| s <= nodes[first].span.start);
             let column = text[line_starts[line - 1]..at].chars().count() + 1;
-            let name = match &nodes[key].kind {
-                NodeKind::Scalar { value, .. } => value.clone(),
-                _ => String::new(),
-            };
+            let name = scalar_in(text, &nodes[key]).unwrap_or_default().to_string();
             error = Some(ParseError {
                 line,
                 column,
@@ -315,9 +315,10 @@ impl YamlFile {
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         let map = self.resolve(map)?;
         match &self.nodes[map].kind {
-            NodeKind::Mapping { entries, .. } => entries.iter().copied().find(|&(k, _)| {
-                matches!(&self.nodes[k].kind, NodeKind::Scalar { value, .. } if value == key)
-            }),
+            NodeKind::Mapping { entries, .. } => entries
+                .iter()
+                .copied()
+                .find(|&(k, _)| scalar_in(&self.text, &self.nodes[k]) == Some(key)),
             _ => None,
         }
     }
@@ -338,10 +339,12 @@ impl YamlFile {
 
     /// A node's scalar text, aliases followed.
     pub fn scalar(&self, id: NodeId) -> Option<&str> {
-        match &self.nodes[self.resolve(id)?].kind {
-            NodeKind::Scalar { value, .. } => Some(value),
-            _ => None,
-        }
+        scalar_in(&self.text, &self.nodes[self.resolve(id)?])
+    }
+
+    /// A scalar node's value as written there (aliases not followed; `""` for other nodes).
+    pub fn scalar_text(&self, id: NodeId) -> &str {
+        scalar_in(&self.text, &self.nodes[id]).unwrap_or_default()
     }
 
     /// Convert a node to data, expanding aliases within [`VALUE_NODE_BUDGET`].
@@ -353,12 +356,13 @@ impl YamlFile {
     fn value_within(&self, id: NodeId, budget: &mut usize) -> Result<Value, AliasBudgetExceeded> {
         *budget = budget.checked_sub(1).ok_or(AliasBudgetExceeded)?;
         Ok(match &self.nodes[id].kind {
-            NodeKind::Scalar { value, style, tag } => {
+            NodeKind::Scalar { style, tag, .. } => {
+                let value = self.scalar_text(id);
                 let is_str = tag.as_deref() == Some("tag:yaml.org,2002:str");
                 match style {
                     ScalarStyle::Plain if !is_str && is_null(value) => Value::Null,
-                    ScalarStyle::Plain => Value::Str(value.clone(), is_str),
-                    _ => Value::Str(value.clone(), true),
+                    ScalarStyle::Plain => Value::Str(value.to_string(), is_str),
+                    _ => Value::Str(value.to_string(), true),
                 }
             }
             NodeKind::Alias { target: Some(t) } => self.value_within(*t, budget)?,
@@ -390,7 +394,22 @@ impl YamlFile {
 
 /// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
 /// first). Merge keys (`<<`) may repeat.
-fn first_duplicate_key(nodes: &[Node]) -> Option<(NodeId, NodeId)> {
+/// A scalar node's value, read from the source `text` when it is not stored.
+fn scalar_in<'a>(text: &'a str, node: &'a Node) -> Option<&'a str> {
+    let NodeKind::Scalar { value, style, .. } = &node.kind else {
+        return None;
+    };
+    let span = node.span;
+    Some(match (value, style) {
+        (Some(v), _) => v,
+        (None, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) => {
+            &text[span.start + 1..span.end - 1]
+        }
+        (None, _) => &text[span.start..span.end],
+    })
+}
+
+fn first_duplicate_key(text: &str, nodes: &[Node]) -> Option<(NodeId, NodeId)> {
     let mut best: Option<(NodeId, NodeId)> = None;
     for node in nodes {
         let NodeKind::Mapping { entries, .. } = &node.kind else {
@@ -401,13 +420,13 @@ fn first_duplicate_key(nodes: &[Node]) -> Option<(NodeId, NodeId)> {
         }
         let mut seen: HashMap<&str, NodeId> = HashMap::new();
         for &(k, _) in entries {
-            let NodeKind::Scalar { value, .. } = &nodes[k].kind else {
+            let Some(value) = scalar_in(text, &nodes[k]) else {
                 continue;
             };
             if value == "<<" {
                 continue;
             }
-            if let Some(&first) = seen.get(value.as_str()) {
+            if let Some(&first) = seen.get(value) {
                 if best.is_none_or(|(b, _)| nodes[k].span.start < nodes[b].span.start) {
                     best = Some((k, first));
                 }
@@ -597,6 +616,16 @@ impl Builder<'_> {
         };
         let flow = self.in_flow();
         let span = ends::scalar_span(self.text, self.cursor, at, &value, style, flow);
+        // Store the value only when the source text does not already spell it.
+        let written = match style {
+            ScalarStyle::Plain => self.text.get(span.start..span.end),
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted if span.end >= span.start + 2 => {
+                self.text.get(span.start + 1..span.end - 1)
+            }
+            _ => None,
+        };
+        let value = (written != Some(value.as_str())).then(|| value.into_boxed_str());
+        let tag = tag.map(String::into_boxed_str);
         let id = self.add(NodeKind::Scalar { value, style, tag }, span, dash, anchor);
         self.attach(id);
     }
@@ -637,26 +666,37 @@ impl Builder<'_> {
             return;
         };
         let at = self.offset(mark);
-        let node = &self.nodes[frame.id];
-        let (flow, children): (bool, Vec<NodeId>) = match &node.kind {
+        // Children are final now: trim the vectors' spare capacity (there are millions of them).
+        let (flow, first, last) = match &mut self.nodes[frame.id].kind {
             NodeKind::Mapping { entries, flow } => {
-                (*flow, entries.iter().flat_map(|&(k, v)| [k, v]).collect())
+                entries.shrink_to_fit();
+                (
+                    *flow,
+                    entries.first().map(|e| e.0),
+                    entries.last().map(|e| e.1),
+                )
             }
-            NodeKind::Sequence { items, flow } => (*flow, items.clone()),
-            _ => unreachable!(),
+            NodeKind::Sequence { items, flow } => {
+                items.shrink_to_fit();
+                (*flow, items.first().copied(), items.last().copied())
+            }
+            _ => unreachable!("only collections are pushed"),
         };
+        let node = &self.nodes[frame.id];
         let span = if flow {
             Span::new(node.span.start, (at + 1).min(self.text.len()))
         } else {
-            let first = children.first().map(|&c| {
+            // A block collection runs from its first child (or its dash) to the end of its last
+            // child; an empty value's span sits before it, so take the larger end.
+            let start = first.map_or(node.span.start, |c| {
                 let n = &self.nodes[c];
                 n.dash.unwrap_or(n.span.start)
             });
-            let last = children.iter().map(|&c| self.nodes[c].span.end).max();
-            Span::new(
-                first.unwrap_or(node.span.start),
-                last.unwrap_or(node.span.start),
-            )
+            let end = match (first, last) {
+                (Some(f), Some(l)) => self.nodes[l].span.end.max(self.nodes[f].span.end),
+                _ => node.span.start,
+            };
+            Span::new(start, end)
         };
         self.nodes[frame.id].span = span;
         if frame.anchor != 0 {
