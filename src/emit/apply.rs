@@ -292,7 +292,10 @@ pub fn commit(
         Ok(repo.commit(Some(&update_ref), &sig, &sig, message, &tree, &[&head])?)
     })();
     if result.is_err() {
-        // Leave the working tree as it was.
+        // Leave the index and the working tree as they were: the touched paths back to HEAD
+        // (they were clean before), then the files.
+        let paths: Vec<PathBuf> = files.iter().map(|f| rel(&f.path)).collect();
+        let _ = repo.reset_default(Some(head.as_object()), paths.iter());
         let originals: Vec<FileChange> = files
             .iter()
             .map(|f| FileChange {
