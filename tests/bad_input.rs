@@ -12,8 +12,9 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    LAYOUT_FILES, LAYOUT_LAYERS, LAYOUT_OBJECTS, TempRepo, assert_layout_analysed, diagnostics,
-    find_diagnostic, inventory, layer, summary,
+    LAYOUT_FILES, LAYOUT_LAYERS, LAYOUT_OBJECTS, TempRepo, alias_bomb, assert_diagnostic,
+    assert_layout_analysed, command_args, diagnostics, find_diagnostic, inventory, layer,
+    outside_dir, summary,
 };
 use serde_json::Value;
 
@@ -28,16 +29,19 @@ fn assert_counts(report: &Value, extra_objects: u64, layers: u64) {
     assert_eq!(summary(report, "live_layers"), layers, "{report:#}");
 }
 
+/// The valid part of the repository is still analysed: [`assert_counts`], and the layout's
+/// layers render just what they do without the bad file.
+fn assert_still_analysed(repo: &TempRepo, report: &Value, extra_objects: u64, layers: u64) {
+    assert_counts(report, extra_objects, layers);
+    assert_layout_analysed(&repo.graph_json(), 0, 0);
+}
+
 fn assert_no_diagnostics(report: &Value) {
     assert!(
         diagnostics(report).is_empty(),
         "unexpected diagnostics: {:#}",
         report["diagnostics"]
     );
-}
-
-fn assert_severity(diagnostic: &Value, severity: &str) {
-    assert_eq!(diagnostic["severity"], severity, "{diagnostic:#}");
 }
 
 fn assert_at(diagnostic: &Value, line: u64, column: u64) {
@@ -58,8 +62,7 @@ fn the_layout_itself_is_clean() {
     assert_eq!(run.code, 0);
     assert_no_diagnostics(&report);
     assert_eq!(summary(&report, "files"), LAYOUT_FILES);
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -72,12 +75,10 @@ fn malformed_yaml_reports_file_line_column_and_keeps_earlier_documents() {
     repo.write("misc/broken.yaml", text);
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(&report, "misc/broken.yaml", "YAML does not parse");
-    assert_severity(d, "error");
+    let d = assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "error");
     assert_at(d, 12, 7);
     // The document before the error is still an object; the broken one is not.
-    assert_counts(&report, 1, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 1, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -89,10 +90,13 @@ fn binary_yaml_file_is_skipped_with_a_warning() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1, "a warning fails at the default --fail-on");
-    let d = find_diagnostic(&report, "misc/x.yaml", "binary file (contains NUL bytes)");
-    assert_severity(d, "warning");
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_diagnostic(
+        &report,
+        "misc/x.yaml",
+        "binary file (contains NUL bytes)",
+        "warning",
+    );
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -105,14 +109,12 @@ fn non_utf8_file_is_skipped_with_a_warning() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(&report, "misc/latin1.yaml", "not UTF-8");
-    assert_severity(d, "warning");
+    let d = assert_diagnostic(&report, "misc/latin1.yaml", "not UTF-8", "warning");
     assert!(
         d["message"].as_str().unwrap().contains("offset 52"),
         "{d:#}"
     );
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -185,12 +187,10 @@ fn tab_indentation_is_a_diagnostic_not_a_panic() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(&report, "misc/tabs.yaml", "YAML does not parse");
-    assert_severity(d, "error");
+    let d = assert_diagnostic(&report, "misc/tabs.yaml", "YAML does not parse", "error");
     assert!(d["message"].as_str().unwrap().contains("tab"), "{d:#}");
     assert_eq!(d["line"], 4, "{d:#}");
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -201,26 +201,19 @@ fn symlink_loop_is_not_followed() {
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0, "a note does not fail the check");
     for link in ["loop/parent", "loop/self"] {
-        let d = find_diagnostic(&report, link, "symbolic link not followed");
-        assert_severity(d, "note");
+        assert_diagnostic(&report, link, "symbolic link not followed", "note");
     }
     assert_eq!(
         summary(&report, "files"),
         LAYOUT_FILES,
         "nothing read twice through the loop"
     );
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
 fn symlink_out_of_the_root_is_not_followed() {
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(
-        outside.path().join("cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n",
-    )
-    .unwrap();
+    let outside = outside_dir();
     let repo = TempRepo::flux_layout();
     // Both inside the generated `infra` layer, where Flux would list them.
     repo.symlink(outside.path().join("cm.yaml"), "infra/outside.yaml");
@@ -228,8 +221,7 @@ fn symlink_out_of_the_root_is_not_followed() {
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0);
     for link in ["infra/outside.yaml", "infra/outdir"] {
-        let d = find_diagnostic(&report, link, "symbolic link not followed");
-        assert_severity(d, "note");
+        assert_diagnostic(&report, link, "symbolic link not followed", "note");
     }
     assert_counts(&report, 0, LAYOUT_LAYERS);
     let graph = repo.graph_json();
@@ -251,13 +243,13 @@ fn flux_path_climbing_above_the_source_root_is_clamped_like_flux() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(
+    // kustomize-controller joins spec.path with securejoin: `..` stops at the source root.
+    let d = assert_diagnostic(
         &report,
         "clusters/prod/escape.yaml",
         "climbs above the source root; Flux clamps it there",
+        "warning",
     );
-    // kustomize-controller joins spec.path with securejoin: `..` stops at the source root.
-    assert_severity(d, "warning");
     assert!(
         d["message"]
             .as_str()
@@ -267,8 +259,7 @@ fn flux_path_climbing_above_the_source_root_is_clamped_like_flux() {
     );
     // The document (line 1) or its `path:` (line 8).
     assert!(matches!(d["line"].as_u64(), Some(1 | 8)), "{d:#}");
-    assert_counts(&report, 1, LAYOUT_LAYERS + 1);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 1, LAYOUT_LAYERS + 1);
 }
 
 #[test]
@@ -280,20 +271,19 @@ fn remote_kustomize_resource_is_noted_not_fetched() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0);
-    let d = find_diagnostic(
+    let d = assert_diagnostic(
         &report,
         "apps/kustomization.yaml",
         "https://github.com/x/y//deploy?ref=v1",
+        "note",
     );
-    assert_severity(d, "note");
     assert!(
         d["message"].as_str().unwrap().contains("not fetched"),
         "{d:#}"
     );
     assert_at(d, 5, 5);
     assert_eq!(diagnostics(&report).len(), 1, "{:#}", report["diagnostics"]);
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 const SOPS_SECRET: &str = "\
@@ -375,16 +365,10 @@ fn helm_chart_templates_are_skipped_with_a_note() {
         "charts/demo/templates/deployment.yaml",
         "charts/demo/templates/configmap.yaml",
     ] {
-        assert_severity(
-            find_diagnostic(&report, file, "Helm chart template"),
-            "note",
-        );
+        assert_diagnostic(&report, file, "Helm chart template", "note");
     }
     for file in ["charts/demo/Chart.yaml", "charts/demo/values.yaml"] {
-        assert_severity(
-            find_diagnostic(&report, file, "Helm chart metadata"),
-            "note",
-        );
+        assert_diagnostic(&report, file, "Helm chart metadata", "note");
     }
     assert!(
         diagnostics(&report).iter().all(|d| d["severity"] == "note"),
@@ -396,8 +380,7 @@ fn helm_chart_templates_are_skipped_with_a_note() {
         LAYOUT_FILES,
         "chart files are not read as manifests"
     );
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -409,10 +392,7 @@ fn template_text_outside_a_chart_is_skipped_with_a_note() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0);
-    assert_severity(
-        find_diagnostic(&report, "misc/rendered-later.yaml", "template text"),
-        "note",
-    );
+    assert_diagnostic(&report, "misc/rendered-later.yaml", "template text", "note");
     assert_counts(&report, 0, LAYOUT_LAYERS);
 }
 
@@ -423,8 +403,7 @@ fn empty_file_in_a_generated_layer_is_harmless() {
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0);
     assert_no_diagnostics(&report);
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 #[test]
@@ -438,8 +417,7 @@ fn document_of_only_dashes_is_harmless() {
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0);
     assert_no_diagnostics(&report);
-    assert_counts(&report, 0, LAYOUT_LAYERS);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 0, LAYOUT_LAYERS);
 }
 
 const FLUX_KUSTOMIZATION_AS_KUSTOMIZE_FILE: &str = "\
@@ -465,12 +443,12 @@ fn flux_kustomization_named_kustomization_yaml_is_a_diagnostic() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(
+    let d = assert_diagnostic(
         &report,
         "misc/kustomization.yaml",
         "not a kustomize Kustomization",
+        "error",
     );
-    assert_severity(d, "error");
     assert!(
         d["message"]
             .as_str()
@@ -573,8 +551,12 @@ fn depends_on_cycle_is_a_diagnostic() {
     );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1);
-    let d = find_diagnostic(&report, "clusters/prod/cycle.yaml", "dependsOn cycle");
-    assert_severity(d, "error");
+    let d = assert_diagnostic(
+        &report,
+        "clusters/prod/cycle.yaml",
+        "dependsOn cycle",
+        "error",
+    );
     let message = d["message"].as_str().unwrap();
     assert!(
         message.contains("flux-system/a") && message.contains("flux-system/b"),
@@ -590,8 +572,7 @@ fn depends_on_cycle_is_a_diagnostic() {
         "one cycle, reported once: {:#}",
         report["diagnostics"]
     );
-    assert_counts(&report, 2, LAYOUT_LAYERS + 2);
-    assert_layout_analysed(&repo.graph_json(), 0, 0);
+    assert_still_analysed(&repo, &report, 2, LAYOUT_LAYERS + 2);
 }
 
 #[test]
@@ -610,34 +591,13 @@ fn self_dependency_is_a_cycle() {
     );
 }
 
-/// A "billion laughs" document: 16 levels of 9 aliases (9^16 leaves when expanded).
-fn alias_bomb(name: &str) -> String {
-    let mut text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n");
-    text.push_str("  a: &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
-    let names: Vec<char> = "abcdefghijklmnopq".chars().collect();
-    for pair in names.windows(2) {
-        let items = vec![format!("*{}", pair[0]); 9].join(", ");
-        text.push_str(&format!("  {}: &{} [{items}]\n", pair[1], pair[1]));
-    }
-    text
-}
-
 #[test]
 fn alias_bomb_is_bounded() {
     let repo = TempRepo::flux_layout();
     repo.write("misc/bomb.yaml", alias_bomb("unreferenced-bomb"));
     // In the generated layer every document is examined.
     repo.write("infra/bomb.yaml", alias_bomb("bomb"));
-    let run = common::fluxmend_within(
-        [
-            std::ffi::OsStr::new("check"),
-            repo.path().as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ],
-        Duration::from_secs(30),
-    );
-    run.assert_no_panic();
+    let run = repo.run_within("check", &["--format", "json"], Duration::from_secs(30));
     let report = run.json();
     assert_counts(&report, 2, LAYOUT_LAYERS);
     let graph = repo.graph_json();
@@ -666,12 +626,7 @@ fn alias_bomb_non_object_in_generated_layer_fails_the_layer() {
     let body = bomb.split_once("data:\n").unwrap().1.replace("\n  ", "\n");
     repo.write("infra/not-an-object.yaml", body.trim_start());
     let run = common::fluxmend_within(
-        [
-            std::ffi::OsStr::new("graph"),
-            repo.path().as_os_str(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ],
+        command_args("graph", repo.path(), &["--format", "json"]),
         Duration::from_secs(30),
     );
     assert_eq!(run.code, 0);

@@ -1,56 +1,27 @@
 //! The diff `fix` prints is a contract: `git apply` and `patch -p1` both turn each fixture's
 //! `before/` tree into its `after/` tree (renames included).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn fixtures_with_after() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("after").is_dir())
-        .collect();
-    cases.sort();
-    cases
-}
+use std::process::{Command, Stdio};
 
-fn copy_tree(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", from.display()))
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn same_tree(a: &Path, b: &Path) -> bool {
-    Command::new("diff")
-        .args(["-r", "-x", ".git"])
-        .arg(a)
-        .arg(b)
-        .status()
-        .unwrap()
-        .success()
-}
+use common::{TempRepo, command_args, dirs, fixture, fixture_trees, fluxmend, tree};
 
 #[test]
 fn git_apply_and_patch_reproduce_every_after_tree() {
-    let cases = fixtures_with_after();
+    let cases: Vec<String> = fixture_trees(true)
+        .into_iter()
+        .filter(|t| t.stage == "after")
+        .map(|t| t.case)
+        .collect();
     assert!(cases.len() >= 7, "{cases:?}");
     for case in cases {
-        let before = case.join("before");
-        let out = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
-            .arg("fix")
-            .arg(&before)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", case.display());
-        let diff = out.stdout;
+        let before = fixture(&case, "before");
+        let after = fixture(&case, "after");
+        let run = fluxmend(command_args("fix", &before, &[]));
+        assert_eq!(run.code, 1, "{case}");
         for tool in ["git", "patch"] {
-            let tmp = tempfile::tempdir().unwrap();
-            copy_tree(&before, tmp.path());
+            let tmp = TempRepo::copy_of(&before);
             let mut cmd = if tool == "git" {
                 let mut c = Command::new("git");
                 c.args(["apply", "--whitespace=nowarn", "-"]);
@@ -62,19 +33,25 @@ fn git_apply_and_patch_reproduce_every_after_tree() {
             };
             let mut child = cmd
                 .current_dir(tmp.path())
-                .stdin(std::process::Stdio::piped())
+                .stdin(Stdio::piped())
                 .spawn()
                 .unwrap();
-            std::io::Write::write_all(child.stdin.as_mut().unwrap(), &diff).unwrap();
+            std::io::Write::write_all(child.stdin.as_mut().unwrap(), run.stdout.as_bytes())
+                .unwrap();
             assert!(
                 child.wait().unwrap().success(),
-                "{tool} rejects the diff of {}",
-                case.display()
+                "{tool} rejects the diff of {case}"
             );
-            assert!(
-                same_tree(tmp.path(), &case.join("after")),
-                "{tool}: {} differs from after/",
-                case.display()
+            // Every file and every directory, as `diff -r` compares them.
+            assert_eq!(
+                tree(tmp.path()),
+                tree(&after),
+                "{tool}: {case} differs from after/"
+            );
+            assert_eq!(
+                dirs(tmp.path()),
+                dirs(&after),
+                "{tool}: {case} differs from after/"
             );
         }
     }

@@ -4,16 +4,28 @@
 
 mod common;
 
-use std::ffi::OsStr;
+use common::{TempRepo, command_args, fluxmend, summary};
 
-use common::{TempRepo, fluxmend, summary};
-
+/// `check` (plus `extra` args); asserts the process did not panic.
 fn check(repo: &TempRepo, extra: &[&str]) -> common::Run {
-    let mut args: Vec<&OsStr> = vec![OsStr::new("check"), repo.path().as_os_str()];
-    args.extend(extra.iter().map(OsStr::new));
-    let run = fluxmend(args);
-    run.assert_no_panic();
-    run
+    repo.run("check", extra)
+}
+
+/// `check` exits with each code at each `--fail-on` threshold.
+fn assert_fail_on(repo: &TempRepo, thresholds: &[(&str, i32)]) {
+    for &(fail_on, code) in thresholds {
+        assert_eq!(
+            check(repo, &["--fail-on", fail_on]).code,
+            code,
+            "--fail-on {fail_on}"
+        );
+    }
+}
+
+/// The summary of `check --format json` counts exactly these diagnostics.
+fn assert_diagnostic_counts(repo: &TempRepo, expected: serde_json::Value) {
+    let (_, report) = repo.check_json(&[]);
+    assert_eq!(report["summary"]["diagnostics"], expected, "{report:#}");
 }
 
 /// A layout with one warning and nothing worse: a Flux Kustomization no root applies.
@@ -48,13 +60,7 @@ fn clean_repository_exits_0() {
         "{}",
         run.stdout
     );
-    for fail_on in ["note", "warning", "error"] {
-        assert_eq!(
-            check(&repo, &["--fail-on", fail_on]).code,
-            0,
-            "--fail-on {fail_on}"
-        );
-    }
+    assert_fail_on(&repo, &[("note", 0), ("warning", 0), ("error", 0)]);
 }
 
 #[test]
@@ -91,30 +97,17 @@ fn malformed_yaml_exits_1() {
 #[test]
 fn warning_fails_by_default_but_not_with_fail_on_error() {
     let repo = repo_with_warning_only();
-    let (_, report) = repo.check_json(&[]);
-    assert_eq!(
-        report["summary"]["diagnostics"],
-        serde_json::json!({"warning": 1}),
-        "{report:#}"
-    );
+    assert_diagnostic_counts(&repo, serde_json::json!({"warning": 1}));
     assert_eq!(check(&repo, &[]).code, 1, "default --fail-on is warning");
-    assert_eq!(check(&repo, &["--fail-on", "warning"]).code, 1);
-    assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
-    assert_eq!(check(&repo, &["--fail-on", "error"]).code, 0);
+    assert_fail_on(&repo, &[("warning", 1), ("note", 1), ("error", 0)]);
 }
 
 #[test]
 fn note_passes_by_default_but_fails_with_fail_on_note() {
     let repo = repo_with_note_only();
-    let (_, report) = repo.check_json(&[]);
-    assert_eq!(
-        report["summary"]["diagnostics"],
-        serde_json::json!({"note": 1}),
-        "{report:#}"
-    );
+    assert_diagnostic_counts(&repo, serde_json::json!({"note": 1}));
     assert_eq!(check(&repo, &[]).code, 0);
-    assert_eq!(check(&repo, &["--fail-on", "error"]).code, 0);
-    assert_eq!(check(&repo, &["--fail-on", "note"]).code, 1);
+    assert_fail_on(&repo, &[("error", 0), ("note", 1)]);
 }
 
 #[test]
@@ -122,7 +115,7 @@ fn missing_path_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("does/not/exist");
     for cmd in ["check", "graph"] {
-        let run = fluxmend([OsStr::new(cmd), missing.as_os_str()]);
+        let run = fluxmend(command_args(cmd, &missing, &[]));
         assert_eq!(run.code, 2, "{cmd}: {run:?}");
         assert!(
             run.stdout.is_empty(),
@@ -141,7 +134,7 @@ fn missing_path_exits_2() {
 fn path_that_is_a_file_exits_2() {
     let repo = TempRepo::flux_layout();
     let file = repo.path().join("apps/app.yaml");
-    let run = fluxmend([OsStr::new("check"), file.as_os_str()]);
+    let run = fluxmend(command_args("check", &file, &[]));
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("not a directory"), "{}", run.stderr);
 }
@@ -210,12 +203,7 @@ fn check_json_has_findings_diagnostics_and_summary() {
 fn graph_formats_succeed() {
     let repo = TempRepo::flux_layout();
     let graph = |format: &str| {
-        let run = fluxmend([
-            OsStr::new("graph"),
-            repo.path().as_os_str(),
-            OsStr::new("--format"),
-            OsStr::new(format),
-        ]);
+        let run = fluxmend(command_args("graph", repo.path(), &["--format", format]));
         assert_eq!(run.code, 0, "graph --format {format}: {run:?}");
         run.stdout
     };
@@ -223,7 +211,7 @@ fn graph_formats_succeed() {
     assert!(text.contains("flux-system/apps"), "{text}");
     assert_eq!(
         text,
-        fluxmend([OsStr::new("graph"), repo.path().as_os_str()]).stdout,
+        fluxmend(command_args("graph", repo.path(), &[])).stdout,
         "text is the default"
     );
 

@@ -2,9 +2,15 @@
 //! result equals `after/` byte for byte, negative control, idempotence, render equivalence with
 //! `kubectl kustomize`, byte preservation, and `--commit`.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+
+use common::{
+    Run, TempRepo, assert_fix_writes_after_tree, differing_paths, fixture, fluxmend, git,
+    git_repo_with, kubectl_kustomize, tree,
+};
 
 const CASES: &[&str] = &[
     "seed000-oci-provider",
@@ -13,61 +19,15 @@ const CASES: &[&str] = &[
     "fm001-healthchecks",
 ];
 
-fn fixture(case: &str, side: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(case)
-        .join(side)
-}
-
-fn fluxmend(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
-        .args(args)
-        .output()
-        .expect("run fluxmend");
-    (
-        out.status.code().expect("exit code"),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// Every file below `root`, relative path to bytes.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            (
-                e.path()
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn findings_and_diffs_match_snapshots() {
     for case in CASES {
         let dir = fixture(case, "before");
-        let (code, diff, report) = fluxmend(&["fix", dir.to_str().unwrap()]);
+        let Run {
+            code,
+            stdout: diff,
+            stderr: report,
+        } = fluxmend(["fix", dir.to_str().unwrap()]);
         assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
         insta::assert_snapshot!(format!("{case}-report"), report);
         insta::assert_snapshot!(format!("{case}-diff"), diff);
@@ -77,39 +37,14 @@ fn findings_and_diffs_match_snapshots() {
 #[test]
 fn written_result_equals_after_tree_and_converges() {
     for case in CASES {
-        let tmp = tempfile::tempdir().unwrap();
-        copy_tree(&fixture(case, "before"), tmp.path());
-        let root = tmp.path().to_str().unwrap();
-        let (code, _, report) = fluxmend(&["fix", "--write", root]);
-        assert_eq!(code, 1, "{case}: {report}");
-        assert!(report.contains("verified: builtin"), "{case}: {report}");
-        assert_eq!(
-            tree(tmp.path()),
-            tree(&fixture(case, "after")),
-            "{case}: written tree differs from after/"
-        );
-        // Negative control: found before, not after; a second fix changes nothing.
-        let (before_code, before, _) = fluxmend(&[
-            "check",
-            fixture(case, "before").to_str().unwrap(),
-            "--rule",
-            "FM001",
-        ]);
-        assert_eq!(before_code, 1);
-        assert!(before.contains("[FM001]"), "{case}: {before}");
-        let (after_code, after, _) = fluxmend(&["check", root, "--rule", "FM001"]);
-        assert!(!after.contains("[FM001]"), "{case}: {after}");
-        assert_eq!(after_code, 0, "{case}: {after}");
-        let (again, diff, _) = fluxmend(&["fix", root]);
-        assert_eq!((again, diff.as_str()), (0, ""), "{case}: second run");
+        assert_fix_writes_after_tree(case, "FM001", &["--rule", "FM001"]);
     }
 }
 
 /// Render every live layer directory with kubectl (or read it, where Flux generates the
 /// kustomization) and collect the objects, Flux Kustomizations excepted.
 fn rendered_objects(root: &Path) -> BTreeMap<String, usize> {
-    let (_, graph, _) = fluxmend(&["graph", root.to_str().unwrap(), "--format", "json"]);
-    let graph: serde_json::Value = serde_json::from_str(&graph).unwrap();
+    let graph = fluxmend(["graph", root.to_str().unwrap(), "--format", "json"]).json();
     let mut out = BTreeMap::new();
     for layer in graph["layers"].as_array().unwrap() {
         if !layer["live"].as_bool().unwrap() {
@@ -130,22 +65,7 @@ fn rendered_objects(root: &Path) -> BTreeMap<String, usize> {
                     .flat_map(|e| normalise(&std::fs::read_to_string(e.path()).unwrap()))
                     .collect()
             } else {
-                let out = Command::new("kubectl")
-                    .args([
-                        "kustomize",
-                        dir.to_str().unwrap(),
-                        "--load-restrictor",
-                        "LoadRestrictionsNone",
-                    ])
-                    .output()
-                    .expect("kubectl (1.32, kustomize v5.5) must be installed");
-                assert!(
-                    out.status.success(),
-                    "kubectl kustomize {}: {}",
-                    dir.display(),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                normalise(&String::from_utf8(out.stdout).unwrap())
+                normalise(&kubectl_kustomize(&dir))
             };
             for doc in docs {
                 if doc.contains("kind: Kustomization")
@@ -186,66 +106,54 @@ fn kubectl_renders_the_same_objects_before_and_after() {
 
 #[test]
 fn bytes_outside_the_edit_are_kept_crlf_bom_comments_quoting() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let write = |rel: &str, text: &str| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let repo = TempRepo::empty();
     let crlf = |s: &str| s.replace('\n', "\r\n");
-    write(
+    repo.write(
         "clusters/prod/flux-system/gotk-sync.yaml",
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/repo.git\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/prod\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
     );
     let layer = crlf(
         "\u{feff}# controllers layer\t \napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: \"controllers\"   # quoted on purpose\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: './infra/controllers'\n  sourceRef: {kind: GitRepository, name: flux-system}\n  wait: true\n\n# trailing comment\n",
     );
-    write("clusters/prod/controllers.yaml", &layer);
-    write(
+    repo.write("clusters/prod/controllers.yaml", &layer);
+    repo.write(
         "clusters/prod/apps.yaml",
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  dependsOn:\n    - name: controllers\n",
     );
     let aggregate = crlf(
         "\u{feff}apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - operator.yaml   # the operator\n\n  # the instance\n  - instance/\n  - 'cm.yaml'\n# end\n",
     );
-    write("infra/controllers/kustomization.yaml", &aggregate);
-    write(
+    repo.write("infra/controllers/kustomization.yaml", &aggregate);
+    repo.write(
         "infra/controllers/operator.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n",
     );
-    write(
+    repo.write(
         "infra/controllers/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: flux-system\n",
     );
-    write(
+    repo.write(
         "infra/controllers/instance/kustomization.yaml",
         "resources:\n  - flux.yaml\n",
     );
-    write(
+    repo.write(
         "infra/controllers/instance/flux.yaml",
         "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/repo.git\n    path: clusters/prod\n",
     );
-    write(
+    repo.write(
         "apps/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
     );
-    let (code, _, report) = fluxmend(&["fix", "--write", root.to_str().unwrap()]);
-    assert_eq!(code, 1, "{report}");
+    let run = fluxmend(["fix", "--write", repo.path().to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     // The aggregate: only the entry and its comment went; BOM, CRLF, quoting and comments stay.
     let expected = crlf(
         "\u{feff}apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - operator.yaml   # the operator\n\n  - 'cm.yaml'\n# end\n",
     );
-    assert_eq!(
-        std::fs::read_to_string(root.join("infra/controllers/kustomization.yaml")).unwrap(),
-        expected
-    );
+    assert_eq!(repo.read("infra/controllers/kustomization.yaml"), expected);
     // The old layer file is untouched; the new one uses its line ending and indentation.
-    assert_eq!(
-        std::fs::read_to_string(root.join("clusters/prod/controllers.yaml")).unwrap(),
-        layer
-    );
-    let new = std::fs::read_to_string(root.join("clusters/prod/flux-instance.yaml")).unwrap();
+    assert_eq!(repo.read("clusters/prod/controllers.yaml"), layer);
+    let new = repo.read("clusters/prod/flux-instance.yaml");
     assert!(
         new.contains("\r\n") && !new.replace("\r\n", "").contains('\n'),
         "CRLF kept: {new:?}"
@@ -264,50 +172,13 @@ fn bytes_outside_the_edit_are_kept_crlf_bom_comments_quoting() {
     );
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn git_repo_with(case: &str) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_tree(&fixture(case, "before"), tmp.path());
-    git(tmp.path(), &["init", "-q", "-b", "main"]);
-    git(
-        tmp.path(),
-        &["-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"],
-    );
-    git(
-        tmp.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
-    tmp
-}
-
 #[test]
 fn commit_creates_one_commit_with_only_the_fix() {
     let repo = git_repo_with("seed000-oci-provider");
     let root = repo.path().to_str().unwrap();
     let parent = git(repo.path(), &["rev-parse", "HEAD"]);
-    let (code, _, report) = fluxmend(&["fix", "--commit", "--branch", "fluxmend/fm001", root]);
-    assert_eq!(code, 1, "{report}");
+    let run = fluxmend(["fix", "--commit", "--branch", "fluxmend/fm001", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(git(repo.path(), &["rev-parse", "HEAD^"]), parent);
     assert_eq!(
         git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
@@ -340,24 +211,18 @@ fn commit_creates_one_commit_with_only_the_fix() {
         .filter(|(p, _)| !p.starts_with(".git/"))
         .collect();
     let expected = tree(&fixture("seed000-oci-provider", "after"));
-    let differing: Vec<_> = committed
-        .keys()
-        .chain(expected.keys())
-        .filter(|k| committed.get(*k) != expected.get(*k))
-        .collect();
+    let differing = differing_paths(&committed, &expected);
     assert!(differing.is_empty(), "differs from after/: {differing:?}");
 }
 
 #[test]
 fn commit_refuses_a_dirty_file_and_writes_nothing() {
     let repo = git_repo_with("seed000-oci-provider");
-    let dirty = repo.path().join("k8s/clusters/base/kustomization.yaml");
-    let mut text = std::fs::read_to_string(&dirty).unwrap();
-    text.push_str("# local edit\n");
-    std::fs::write(&dirty, &text).unwrap();
+    repo.append("k8s/clusters/base/kustomization.yaml", "# local edit\n");
     let before = tree(repo.path());
-    let (code, _, err) = fluxmend(&["fix", "--commit", repo.path().to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
+    let run = fluxmend(["fix", "--commit", repo.path().to_str().unwrap()]);
+    let err = &run.stderr;
+    assert_eq!(run.code, 2, "{err}");
     assert!(
         err.contains("uncommitted changes") && err.contains("k8s/clusters/base/kustomization.yaml"),
         "{err}"
@@ -367,41 +232,35 @@ fn commit_refuses_a_dirty_file_and_writes_nothing() {
 
 #[test]
 fn a_flux_instance_helm_release_is_found_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    let write = |rel: &str, text: &str| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
-    write(
+    let repo = TempRepo::empty();
+    repo.write(
         "clusters/prod/flux-system/gotk-sync.yaml",
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/prod\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
     );
-    write(
+    repo.write(
         "clusters/prod/controllers.yaml",
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: controllers\n  namespace: flux-system\nspec:\n  path: ./controllers\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n",
     );
-    write(
+    repo.write(
         "controllers/kustomization.yaml",
         "resources:\n  - operator.yaml\n  - instance/\n",
     );
-    write(
+    repo.write(
         "controllers/operator.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n",
     );
-    write(
+    repo.write(
         "controllers/instance/kustomization.yaml",
         "resources:\n  - release.yaml\n",
     );
     // The flux-instance chart, its source named through chartRef.
-    write(
+    repo.write(
         "controllers/instance/release.yaml",
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  url: oci://ghcr.io/controlplaneio-fluxcd/charts/flux-instance\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: flux-instance\n  namespace: flux-system\nspec:\n  chartRef:\n    kind: OCIRepository\n    name: flux-instance\n  values:\n    instance:\n      sync:\n        kind: GitRepository\n        url: https://example.com/repo.git\n        path: clusters/prod\n",
     );
-    let (code, out, _) = fluxmend(&["check", root.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(code, 1);
-    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let run = fluxmend(["check", repo.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 1);
+    let report = run.json();
     let finding = &report["findings"][0];
     assert_eq!(finding["rule"], "FM001");
     assert_eq!(finding["object"]["kind"], "HelmRelease");

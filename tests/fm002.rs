@@ -6,10 +6,15 @@
 //! small repositories: the catalogue and its extension, healthChecks gating, folders that move
 //! whole, transformers carried over, and the fixes it refuses.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Deref;
+use std::path::Path;
+
+use common::{
+    Run, TempRepo, assert_fix_writes_after_tree, command_args, fixture, fluxmend, kubectl_kustomize,
+};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ObjectKey};
 use fluxmend::rules::disposable::Analysis;
@@ -22,61 +27,15 @@ const CASES: &[&str] = &[
     "fm002-generated",
 ];
 
-fn fixture(case: &str, side: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(case)
-        .join(side)
-}
-
-fn fluxmend(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
-        .args(args)
-        .output()
-        .expect("run fluxmend");
-    (
-        out.status.code().expect("exit code"),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// Every file below `root`, relative path to bytes.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            (
-                e.path()
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn findings_and_diffs_match_snapshots() {
     for case in CASES {
         let dir = fixture(case, "before");
-        let (code, diff, report) = fluxmend(&["fix", dir.to_str().unwrap(), "--rule", "FM002"]);
+        let Run {
+            code,
+            stdout: diff,
+            stderr: report,
+        } = fluxmend(["fix", dir.to_str().unwrap(), "--rule", "FM002"]);
         assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
         insta::assert_snapshot!(format!("{case}-report"), report);
         insta::assert_snapshot!(format!("{case}-diff"), diff);
@@ -86,31 +45,7 @@ fn findings_and_diffs_match_snapshots() {
 #[test]
 fn written_result_equals_after_tree_and_converges() {
     for case in CASES {
-        let tmp = tempfile::tempdir().unwrap();
-        copy_tree(&fixture(case, "before"), tmp.path());
-        let root = tmp.path().to_str().unwrap();
-        let (code, _, report) = fluxmend(&["fix", "--write", root]);
-        assert_eq!(code, 1, "{case}: {report}");
-        assert!(report.contains("verified: builtin"), "{case}: {report}");
-        assert_eq!(
-            tree(tmp.path()),
-            tree(&fixture(case, "after")),
-            "{case}: written tree differs from after/"
-        );
-        // Negative control: found before, not after; a second fix changes nothing.
-        let (before_code, before, _) = fluxmend(&[
-            "check",
-            fixture(case, "before").to_str().unwrap(),
-            "--rule",
-            "FM002",
-        ]);
-        assert_eq!(before_code, 1);
-        assert!(before.contains("[FM002]"), "{case}: {before}");
-        let (after_code, after, _) = fluxmend(&["check", root]);
-        assert!(!after.contains("[FM002]"), "{case}: {after}");
-        assert_eq!(after_code, 0, "{case}: {after}");
-        let (again, diff, _) = fluxmend(&["fix", root]);
-        assert_eq!((again, diff.as_str()), (0, ""), "{case}: second run");
+        assert_fix_writes_after_tree(case, "FM002", &[]);
     }
 }
 
@@ -118,11 +53,11 @@ fn written_result_equals_after_tree_and_converges() {
 fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
     let root = fixture("fm002-clean", "before");
     let root = root.to_str().unwrap();
-    let (code, report, _) = fluxmend(&["check", root]);
-    assert_eq!(code, 0, "{report}");
-    assert!(!report.contains("[FM002]"), "{report}");
-    let (code, diff, report) = fluxmend(&["fix", root]);
-    assert_eq!((code, diff.as_str()), (0, ""), "{report}");
+    let check = fluxmend(["check", root]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert!(!check.stdout.contains("[FM002]"), "{}", check.stdout);
+    let fix = fluxmend(["fix", root]);
+    assert_eq!((fix.code, fix.stdout.as_str()), (0, ""), "{}", fix.stderr);
     // Its runners are disposable; they simply live in a layer that gates nothing.
     let repo = Repo::load(Path::new(root)).unwrap();
     let model = Model::build(&repo, &Default::default());
@@ -139,8 +74,7 @@ fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
 /// `nameSuffix` written into the kustomization, `commonMetadata` set on every object. Each
 /// document (canonical YAML) maps to the layers that apply it; Flux Kustomizations are left out.
 fn flux_builds(root: &Path) -> BTreeMap<String, Vec<String>> {
-    let (_, graph, _) = fluxmend(&["graph", root.to_str().unwrap(), "--format", "json"]);
-    let graph: serde_json::Value = serde_json::from_str(&graph).unwrap();
+    let graph = fluxmend(["graph", root.to_str().unwrap(), "--format", "json"]).json();
     let repo = Repo::load(root).unwrap();
     let model = Model::build(&repo, &Default::default());
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -151,8 +85,7 @@ fn flux_builds(root: &Path) -> BTreeMap<String, Vec<String>> {
         let name = layer["name"].as_str().unwrap();
         let spec = layer_spec(&model, layer["namespace"].as_str().unwrap(), name);
         for variant in layer["variants"].as_array().unwrap() {
-            let tmp = tempfile::tempdir().unwrap();
-            copy_tree(root, tmp.path());
+            let tmp = TempRepo::copy_of(root);
             let dir = tmp.path().join(variant["dir"].as_str().unwrap());
             let file = dir.join("kustomization.yaml");
             let mut k = if variant["generated"].as_bool().unwrap() {
@@ -191,24 +124,7 @@ fn flux_builds(root: &Path) -> BTreeMap<String, Vec<String>> {
             let mut text = String::new();
             YamlEmitter::new(&mut text).dump(&Yaml::Hash(k)).unwrap();
             std::fs::write(&file, text).unwrap();
-            let built = Command::new("kubectl")
-                .args([
-                    "kustomize",
-                    dir.to_str().unwrap(),
-                    "--load-restrictor",
-                    "LoadRestrictionsNone",
-                ])
-                .output()
-                .expect("kubectl (1.32, kustomize v5.5) must be installed");
-            assert!(
-                built.status.success(),
-                "kubectl kustomize {}: {}",
-                dir.display(),
-                String::from_utf8_lossy(&built.stderr)
-            );
-            for mut doc in
-                YamlLoader::load_from_str(&String::from_utf8(built.stdout).unwrap()).unwrap()
-            {
+            for mut doc in YamlLoader::load_from_str(&kubectl_kustomize(&dir)).unwrap() {
                 if doc["kind"].as_str() == Some("Kustomization")
                     && doc["apiVersion"]
                         .as_str()
@@ -409,15 +325,19 @@ fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing() {
 // Edges, on small repositories.
 
 /// A throw-away repository: bootstrap `clusters/test` (generated) plus whatever the test writes.
-struct Repo2 {
-    dir: tempfile::TempDir,
+struct Repo2(TempRepo);
+
+impl Deref for Repo2 {
+    type Target = TempRepo;
+
+    fn deref(&self) -> &TempRepo {
+        &self.0
+    }
 }
 
 impl Repo2 {
     fn new() -> Repo2 {
-        let r = Repo2 {
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let r = Repo2(TempRepo::empty());
         r.write(
             "clusters/test/flux-system/gotk-sync.yaml",
             "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/repo.git\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/test\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
@@ -425,44 +345,38 @@ impl Repo2 {
         r
     }
 
-    fn path(&self) -> &str {
-        self.dir.path().to_str().unwrap()
-    }
-
-    fn write(&self, rel: &str, text: &str) -> &Repo2 {
-        let p = self.dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-        self
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-    }
-
     /// A Flux Kustomization `name` with `path`, `wait` and extra spec lines.
     fn layer(&self, name: &str, path: &str, extra: &str) -> &Repo2 {
         self.write(
             &format!("clusters/test/{name}.yaml"),
-            &format!(
+            format!(
                 "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  path: {path}\n  prune: true\n{extra}"
             ),
-        )
+        );
+        self
+    }
+
+    /// `fluxmend COMMAND PATH REST… --rule FM002`.
+    fn fm002(&self, command: &str, rest: &[&str]) -> Run {
+        fluxmend(command_args(
+            command,
+            self.path(),
+            &[rest, &["--rule", "FM002"]].concat(),
+        ))
     }
 
     fn check(&self) -> serde_json::Value {
-        let (_, out, _) = fluxmend(&["check", self.path(), "--format", "json", "--rule", "FM002"]);
-        serde_json::from_str(&out).unwrap()
+        self.fm002("check", &["--format", "json"]).json()
     }
 
     fn fix(&self) -> serde_json::Value {
-        let (_, out, err) = fluxmend(&["fix", self.path(), "--format", "json", "--rule", "FM002"]);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"))
+        self.fm002("fix", &["--format", "json"]).json()
     }
 
     fn write_fix(&self) -> String {
-        let (code, _, report) = fluxmend(&["fix", "--write", self.path(), "--rule", "FM002"]);
-        assert_eq!(code, 1, "{report}");
+        let run = self.fm002("fix", &["--write"]);
+        let report = run.stderr;
+        assert_eq!(run.code, 1, "{report}");
         assert!(report.contains("written; verified: builtin"), "{report}");
         report
     }
@@ -497,16 +411,16 @@ fn a_name_is_not_enough_the_catalogue_and_the_opt_in_label_are() {
         .write("apps/namespace.yaml", NAMESPACE_CI)
         .write("apps/web.yaml", WEB)
         // "runner" in the name only: not disposable.
-        .write("apps/named-runner.yaml", &deployment("test-runner", "nginx:1.27", ""))
+        .write("apps/named-runner.yaml", deployment("test-runner", "nginx:1.27", ""))
         // Opted in by label.
         .write(
             "apps/batch.yaml",
-            &deployment("nightly", "busybox:1", "  labels:\n    fluxmend.io/disposable: \"true\"\n"),
+            deployment("nightly", "busybox:1", "  labels:\n    fluxmend.io/disposable: \"true\"\n"),
         )
         // A runner image, opted out by annotation.
         .write(
             "apps/exempt.yaml",
-            &deployment(
+            deployment(
                 "release-runner",
                 "gitea/act_runner:0.2.11",
                 "  annotations:\n    fluxmend.io/disposable: \"false\"\n",
@@ -514,7 +428,7 @@ fn a_name_is_not_enough_the_catalogue_and_the_opt_in_label_are() {
         )
         .write(
             "apps/woodpecker.yaml",
-            &deployment("agent", "docker.io/woodpeckerci/woodpecker-agent:v3", ""),
+            deployment("agent", "docker.io/woodpeckerci/woodpecker-agent:v3", ""),
         );
     let report = repo.check();
     assert_eq!(objects(&report), ["nightly", "agent"], "{report:#}");
@@ -543,7 +457,7 @@ fn the_repository_catalogue_extends_the_builtin_one_and_its_errors_are_reported(
     repo.layer("apps", "./apps", "  wait: true\n")
         .write("apps/kustomization.yaml", "resources:\n  - web.yaml\n  - agent.yaml\n")
         .write("apps/web.yaml", WEB)
-        .write("apps/agent.yaml", &deployment("agent", "registry.example.com/ci/agent:7", ""))
+        .write("apps/agent.yaml", deployment("agent", "registry.example.com/ci/agent:7", ""))
         .write(
             ".fluxmend.yaml",
             "disposable:\n  images:\n    - reason: in-house build agent\n      match: registry.example.com/ci/agent\n",
@@ -594,7 +508,7 @@ fn a_healthchecks_gate_moves_the_runner_and_drops_its_entry() {
     .write("apps/web.yaml", WEB)
     .write(
         "apps/runner.yaml",
-        &deployment("runner", "ghcr.io/actions/actions-runner:2.327.1", ""),
+        deployment("runner", "ghcr.io/actions/actions-runner:2.327.1", ""),
     );
     let report = repo.check();
     assert_eq!(objects(&report), ["runner"]);
@@ -643,7 +557,7 @@ fn a_folder_of_runners_is_wrapped_with_the_outer_transformers_and_left_as_it_is(
         .write("apps/ci-runners/kustomization.yaml", runners_kustomization)
         .write(
             "apps/ci-runners/runner.yaml",
-            &deployment("runner", "code.forgejo.org/forgejo/runner:11", ""),
+            deployment("runner", "code.forgejo.org/forgejo/runner:11", ""),
         );
     assert!(repo.write_fix().contains("builtin + kustomize"));
     assert_eq!(
@@ -673,14 +587,14 @@ fn a_folder_of_runners_is_wrapped_with_the_outer_transformers_and_left_as_it_is(
         .write("apps/ci-runners/kustomization.yaml", runners_kustomization)
         .write(
             "apps/ci-runners/runner.yaml",
-            &deployment("runner", "buildkite/agent:3", ""),
+            deployment("runner", "buildkite/agent:3", ""),
         );
     repo.write_fix();
     assert!(
         repo.read("clusters/test/apps-runners.yaml")
             .contains("  path: ./apps/ci-runners\n")
     );
-    assert!(!repo.dir.path().join("apps/runners").exists());
+    assert!(!repo.path().join("apps/runners").exists());
 }
 
 #[test]
@@ -699,12 +613,11 @@ fn a_folder_of_runners_inside_a_generated_path_moves_out_whole() {
         )
         .write(
             "apps/base/runner/runner.yaml",
-            &deployment("runner", "drone/drone-runner-kube:latest", ""),
+            deployment("runner", "drone/drone-runner-kube:latest", ""),
         );
     assert!(repo.write_fix().contains("builtin + kustomize"));
     assert!(
         !repo
-            .dir
             .path()
             .join("apps/cluster-a/runner/kustomization.yaml")
             .exists()
@@ -740,7 +653,7 @@ fn transformers_of_several_levels_are_merged_into_the_new_kustomization() {
         .write("apps/base/web.yaml", WEB)
         .write(
             "apps/base/runner.yaml",
-            &deployment("runner", "gitlab/gitlab-runner:alpine", ""),
+            deployment("runner", "gitlab/gitlab-runner:alpine", ""),
         );
     let report = repo.write_fix();
     assert!(report.contains("builtin + kustomize"), "{report}");
@@ -774,7 +687,7 @@ fn what_cannot_be_carried_over_exactly_is_refused_with_the_reason() {
             .write("apps/base/web.yaml", WEB)
             .write(
                 "apps/base/runner.yaml",
-                &deployment("runner", "jenkins/inbound-agent:3", ""),
+                deployment("runner", "jenkins/inbound-agent:3", ""),
             );
         repo
     };
@@ -834,7 +747,7 @@ fn a_runner_only_layer_with_dependents_is_reported_without_a_fix() {
         .write("runners/namespace.yaml", NAMESPACE_CI)
         .write(
             "runners/runner.yaml",
-            &deployment(
+            deployment(
                 "runner",
                 "summerwind/actions-runner:latest",
                 "  namespace: ci\n",
@@ -862,15 +775,15 @@ fn line_endings_and_bom_are_kept_in_split_and_new_files() {
     let crlf = |t: &str| t.replace('\n', "\r\n");
     repo.write(
         "clusters/test/apps.yaml",
-        &format!(
+        format!(
             "\u{feff}{}",
             crlf("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n")
         ),
     )
-    .write("apps/kustomization.yaml", &crlf("resources:\n  - all.yaml\n"))
+    .write("apps/kustomization.yaml", crlf("resources:\n  - all.yaml\n"))
     .write(
         "apps/all.yaml",
-        &format!(
+        format!(
             "\u{feff}{}",
             crlf(&format!("# everything\n{WEB}---\n{}", deployment("runner", "gitea/act_runner:0.2", "")))
         ),

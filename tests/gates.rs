@@ -8,14 +8,12 @@
 
 mod common;
 
-use std::ffi::OsStr;
-
-use common::TempRepo;
+use common::{TempRepo, command_args};
 use fluxmend::edit::{Changeset, TextEdit};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
 use fluxmend::rules::{Finding, Fix};
-use fluxmend::verify::gates::{self, Gate, VerifyMode};
+use fluxmend::verify::gates::{self, Gate, GateFailure, VerifyMode};
 use fluxmend::verify::kustomize::Tool;
 
 const APPS_KUSTOMIZATION: &str = "\
@@ -54,30 +52,13 @@ data:
   color: blue
 ";
 
-const FLUX_INSTANCE: &str = "\
-apiVersion: fluxcd.controlplane.io/v1
-kind: FluxInstance
-metadata:
-  name: flux
-  namespace: flux-system
-spec:
-  distribution:
-    version: \"2.x\"
-  sync:
-    kind: GitRepository
-    url: https://github.com/example/fleet
-    ref: refs/heads/main
-    path: clusters/prod
-";
-
 /// The common layout plus a FluxInstance in the `wait: true` layer `apps` (an FM001 finding)
 /// and the `shop` sub-kustomization.
 fn layout() -> TempRepo {
-    let repo = TempRepo::flux_layout();
+    let repo = TempRepo::with_flux_instance();
     repo.write("apps/kustomization.yaml", APPS_KUSTOMIZATION)
         .write("apps/shop/kustomization.yaml", SHOP_KUSTOMIZATION)
-        .write("apps/shop/cm.yaml", SHOP_CM)
-        .write("apps/flux.yaml", FLUX_INSTANCE);
+        .write("apps/shop/cm.yaml", SHOP_CM);
     repo
 }
 
@@ -121,6 +102,21 @@ impl Setup {
             .text
     }
 
+    /// [`gates::verify_fix`] of `f` (the kustomize gate too when given `tool`).
+    fn verify(&self, model: &Model, f: &Finding, tool: Option<&Tool>) -> Result<(), GateFailure> {
+        gates::verify_fix(&self.repo, model, &self.options, f, tool)
+    }
+
+    /// The kustomize gate refuses `f` too, for a reason that mentions every one of `needles`.
+    fn expect_kustomize_refusal(&self, model: &Model, f: &Finding, needles: &[&str]) {
+        let k = gates::kustomize_gate(&self.repo, model, &self.options, f, &tool())
+            .expect_err("kustomize sees it too");
+        eprintln!("kustomize gate: {}", k.reason);
+        for n in needles {
+            assert!(k.reason.contains(n), "{}", k.reason);
+        }
+    }
+
     /// An edit removing the whole line that holds `needle` in `path`.
     fn remove_line(&self, path: &str, needle: &str) -> TextEdit {
         let text = self.text(path);
@@ -155,7 +151,7 @@ fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding 
     f
 }
 
-fn expect_gate(result: Result<(), gates::GateFailure>, gate: Gate, needles: &[&str]) {
+fn expect_gate(result: Result<(), GateFailure>, gate: Gate, needles: &[&str]) {
     let failure = result.expect_err("the planted fix must be refused");
     eprintln!("{gate}: {}", failure.reason);
     assert_eq!(failure.gate, gate, "refused by the wrong gate: {failure:?}");
@@ -175,7 +171,7 @@ fn the_rules_own_fix_passes_every_gate() {
     let model = s.model();
     let finding = s.finding(&model);
     let tool = tool();
-    gates::verify_fix(&s.repo, &model, &s.options, &finding, Some(&tool)).unwrap();
+    s.verify(&model, &finding, Some(&tool)).unwrap();
     let outcome =
         gates::kustomize_gate(&s.repo, &model, &s.options, &finding, &tool).expect("kustomize");
     // Before and after: the root layer (generated), `apps` and the new `flux-instance`.
@@ -208,7 +204,7 @@ fn yaml_gate_catches_an_edit_through_a_bad_byte_range() {
     );
     let f = planted(&finding, false, bad);
     expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        s.verify(&model, &f, None),
         Gate::Yaml,
         &[path, "document 1: spec.wait", "`true`"],
     );
@@ -235,7 +231,7 @@ fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
     );
     let f = planted(&finding, true, bad);
     expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        s.verify(&model, &f, None),
         Gate::Yaml,
         &[path, "document 1: patches[0].patch changed"],
     );
@@ -256,19 +252,11 @@ fn render_gate_catches_a_dropped_namespace_transformer() {
     );
     let f = planted(&finding, true, bad);
     // The YAML gate accepts it: removing a whole entry is what the edit says.
-    expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
-        Gate::Render,
-        &["shop-settings"],
-    );
-    let k = gates::kustomize_gate(&s.repo, &model, &s.options, &f, &tool())
-        .expect_err("kustomize sees it too");
-    eprintln!("kustomize gate: {}", k.reason);
-    assert!(
-        k.reason.contains("ConfigMap shop/shop-settings")
-            && k.reason.contains("metadata.namespace"),
-        "{}",
-        k.reason
+    expect_gate(s.verify(&model, &f, None), Gate::Render, &["shop-settings"]);
+    s.expect_kustomize_refusal(
+        &model,
+        &f,
+        &["ConfigMap shop/shop-settings", "metadata.namespace"],
     );
 }
 
@@ -286,19 +274,11 @@ fn render_gate_catches_an_object_duplicated_into_two_layers() {
             .into(),
     );
     let f = planted(&finding, true, bad);
-    expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
-        Gate::Render,
-        &["settings"],
-    );
-    let k = gates::kustomize_gate(&s.repo, &model, &s.options, &f, &tool())
-        .expect_err("kustomize sees it too");
-    eprintln!("kustomize gate: {}", k.reason);
-    assert!(
-        k.reason
-            .contains("ConfigMap demo/settings is rendered 1 more time"),
-        "{}",
-        k.reason
+    expect_gate(s.verify(&model, &f, None), Gate::Render, &["settings"]);
+    s.expect_kustomize_refusal(
+        &model,
+        &f,
+        &["ConfigMap demo/settings is rendered 1 more time"],
     );
 }
 
@@ -322,7 +302,7 @@ fn convergence_catches_a_fix_that_fixes_nothing() {
     );
     let f = planted(&finding, false, bad);
     expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, None),
+        s.verify(&model, &f, None),
         Gate::Convergence,
         &["FM001", "FluxInstance"],
     );
@@ -350,10 +330,11 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
     );
     let f = planted(&finding, true, bad);
     // The YAML and builtin gates pass it...
-    gates::verify_fix(&s.repo, &model, &s.options, &f, None).expect("builtin cannot see patches");
+    s.verify(&model, &f, None)
+        .expect("builtin cannot see patches");
     // ...the kustomize gate does not, and says which object changed and how.
     expect_gate(
-        gates::verify_fix(&s.repo, &model, &s.options, &f, Some(&tool())),
+        s.verify(&model, &f, Some(&tool())),
         Gate::Kustomize,
         &[
             "ConfigMap shop/shop-settings",
@@ -382,23 +363,10 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
 }
 
 fn fix_cli(dir: &TempRepo, args: &[&str], path_env: Option<&str>) -> common::Run {
-    let mut cmd_args: Vec<&OsStr> = vec![OsStr::new("fix"), dir.path().as_os_str()];
-    cmd_args.extend(args.iter().map(OsStr::new));
+    let args = command_args("fix", dir.path(), args);
     match path_env {
-        None => common::fluxmend(cmd_args),
-        Some(p) => {
-            // The helper has no env hook; run the binary directly.
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_fluxmend"))
-                .args(&cmd_args)
-                .env("PATH", p)
-                .output()
-                .expect("run fluxmend");
-            common::Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8(out.stdout).unwrap(),
-                stderr: String::from_utf8(out.stderr).unwrap(),
-            }
-        }
+        None => common::fluxmend(args),
+        Some(p) => common::fluxmend_with_path(args, p),
     }
 }
 
@@ -487,7 +455,7 @@ fn every_fixture_fix_is_verified_by_builtin_and_kustomize() {
     tool();
     let mut fixed = 0;
     for tree in common::fixture_trees(false) {
-        let run = common::fluxmend([OsStr::new("fix"), tree.root.as_os_str()]);
+        let run = common::fluxmend(command_args("fix", &tree.root, &[]));
         run.assert_no_panic();
         if run.code == 0 {
             assert!(run.stderr.contains("nothing to change"), "{}", run.stderr);

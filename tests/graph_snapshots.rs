@@ -6,16 +6,13 @@
 
 mod common;
 
-use std::ffi::OsStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use common::{FixtureTree, fixture_trees, fluxmend, manifest_dir};
+use common::{FixtureTree, command_args, fixture_trees, fluxmend, manifest_dir};
 
 /// Run the binary on a fixture; paths in the output must be relative to the fixture root.
 fn output(tree: &FixtureTree, args: &[&str]) -> String {
-    let mut argv: Vec<&OsStr> = vec![OsStr::new(args[0]), tree.root.as_os_str()];
-    argv.extend(args[1..].iter().map(OsStr::new));
-    let run = fluxmend(argv);
+    let run = fluxmend(command_args(args[0], &tree.root, &args[1..]));
     run.assert_no_panic();
     assert!(
         run.stderr.is_empty(),

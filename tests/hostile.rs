@@ -8,12 +8,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{TempRepo, diagnostics, find_diagnostic, inventory, layer};
+use common::{
+    TempRepo, alias_bomb, assert_diagnostic, diagnostics, differing_paths, find_diagnostic,
+    inventory, layer, outside_dir, tree,
+};
 use fluxmend::parse::{MAX_NESTING, Value, YamlFile};
 use serde_json::Value as Json;
 
@@ -45,18 +46,6 @@ fn case(path: &str, bytes: impl Into<Vec<u8>>, expect: Expect) -> Case {
 }
 
 const NOT_PARSE: &str = "YAML does not parse";
-
-/// A "billion laughs" document: 16 levels of 9 aliases.
-fn alias_bomb(name: &str) -> String {
-    let mut text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n");
-    text.push_str("  a: &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
-    let names: Vec<char> = "abcdefghijklmnopq".chars().collect();
-    for pair in names.windows(2) {
-        let items = vec![format!("*{}", pair[0]); 9].join(", ");
-        text.push_str(&format!("  {}: &{} [{items}]\n", pair[1], pair[1]));
-    }
-    text
-}
 
 const SOPS_SECRET: &str = "\
 apiVersion: v1
@@ -421,28 +410,10 @@ fn symlinks(repo: &TempRepo, outside: &Path) -> Vec<&'static str> {
     ]
 }
 
-const FLUX_INSTANCE: &str = "\
-apiVersion: fluxcd.controlplane.io/v1
-kind: FluxInstance
-metadata:
-  name: flux
-  namespace: flux-system
-spec:
-  distribution:
-    version: \"2.x\"
-  sync:
-    kind: GitRepository
-    url: https://github.com/example/fleet
-    ref: refs/heads/main
-    path: clusters/prod
-";
-
 /// The common layout with an FM001 finding (a FluxInstance in the `wait: true` layer `apps`),
 /// the corpus and the links; returns the repository and every hostile path.
 fn hostile_repo(outside: &Path) -> (TempRepo, Vec<Case>, Vec<&'static str>) {
-    let repo = TempRepo::flux_layout();
-    repo.write("apps/flux.yaml", FLUX_INSTANCE)
-        .append("apps/kustomization.yaml", "  - flux.yaml\n");
+    let repo = TempRepo::with_flux_instance();
     let cases = corpus();
     for c in &cases {
         repo.write(&c.path, &c.bytes);
@@ -451,33 +422,11 @@ fn hostile_repo(outside: &Path) -> (TempRepo, Vec<Case>, Vec<&'static str>) {
     (repo, cases, links)
 }
 
-fn outside_file() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n",
-    )
-    .unwrap();
-    dir
-}
-
-fn run(repo: &TempRepo, args: &[&str], limit: Duration) -> common::Run {
-    let mut all: Vec<&OsStr> = vec![OsStr::new(args[0]), repo.path().as_os_str()];
-    all.extend(args[1..].iter().map(OsStr::new));
-    let r = common::fluxmend_within(all, limit);
-    r.assert_no_panic();
-    r
-}
-
 #[test]
 fn every_hostile_case_has_its_diagnostic_and_the_rest_is_analysed() {
-    let outside = outside_file();
+    let outside = outside_dir();
     let (repo, cases, links) = hostile_repo(&outside.path().join("cm.yaml"));
-    let r = run(
-        &repo,
-        &["check", "--format", "json"],
-        Duration::from_secs(60),
-    );
+    let r = repo.run_within("check", &["--format", "json"], Duration::from_secs(60));
     let report = r.json();
     let diags = diagnostics(&report);
     for c in &cases {
@@ -498,8 +447,7 @@ fn every_hostile_case_has_its_diagnostic_and_the_rest_is_analysed() {
             }
         };
         for (severity, needle, line) in &expected {
-            let d = find_diagnostic(&report, &c.path, needle);
-            assert_eq!(d["severity"], *severity, "{}: {d:#}", c.path);
+            let d = assert_diagnostic(&report, &c.path, needle, severity);
             if let Some(line) = line {
                 assert_eq!(d["line"].as_u64(), Some(*line), "{}: {d:#}", c.path);
             }
@@ -512,8 +460,7 @@ fn every_hostile_case_has_its_diagnostic_and_the_rest_is_analysed() {
         );
     }
     for link in &links {
-        let d = find_diagnostic(&report, link, "symbolic link not followed");
-        assert_eq!(d["severity"], "note");
+        assert_diagnostic(&report, link, "symbolic link not followed", "note");
     }
     // No diagnostic about anything else (the layout itself is clean).
     let known: Vec<&str> = cases
@@ -568,55 +515,14 @@ fn every_hostile_case_has_its_diagnostic_and_the_rest_is_analysed() {
     assert_eq!(v.str_at(&["data", "d"]), Some("two"));
 }
 
-/// Every byte of a set of paths (symbolic links by their target).
-fn snapshot(root: &Path, paths: &[String]) -> BTreeMap<String, Vec<u8>> {
-    paths
-        .iter()
-        .map(|p| {
-            let full = root.join(p);
-            let meta = std::fs::symlink_metadata(&full).unwrap_or_else(|e| panic!("{p}: {e}"));
-            let bytes = if meta.file_type().is_symlink() {
-                std::fs::read_link(&full)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-                    .into_bytes()
-            } else {
-                std::fs::read(&full).unwrap()
-            };
-            (p.clone(), bytes)
-        })
-        .collect()
-}
-
-/// Every path below the root (files and links), relative.
-fn all_paths(root: &Path) -> Vec<String> {
-    let mut out: Vec<String> = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| !e.file_type().is_dir())
-        .map(|e| {
-            e.path()
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
-    let outside = outside_file();
+    let outside = outside_dir();
     let outside_before = std::fs::read(outside.path().join("cm.yaml")).unwrap();
     let (repo, _, _) = hostile_repo(&outside.path().join("cm.yaml"));
-    let before_paths = all_paths(repo.path());
-    let before = snapshot(repo.path(), &before_paths);
+    let before = tree(repo.path());
 
-    let r = run(&repo, &["fix", "--write"], Duration::from_secs(120));
+    let r = repo.run_within("fix", &["--write"], Duration::from_secs(120));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr
@@ -626,15 +532,7 @@ fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
     );
 
     // Only the fix's files changed; every other byte (the whole corpus) is as it was.
-    let after_paths = all_paths(repo.path());
-    let after = snapshot(repo.path(), &after_paths);
-    let changed: Vec<&String> = before_paths
-        .iter()
-        .chain(&after_paths)
-        .filter(|p| before.get(*p) != after.get(*p))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let changed = differing_paths(&before, &tree(repo.path()));
     assert_eq!(
         changed,
         [
@@ -653,11 +551,7 @@ fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
     );
 
     // The finding is gone; the corpus is still reported as before.
-    let after_check = run(
-        &repo,
-        &["check", "--format", "json"],
-        Duration::from_secs(60),
-    );
+    let after_check = repo.run_within("check", &["--format", "json"], Duration::from_secs(60));
     let report = after_check.json();
     assert!(
         report["findings"].as_array().unwrap().is_empty(),
@@ -666,7 +560,7 @@ fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
     );
     find_diagnostic(&report, "hostile/keys/duplicate.yaml", "already defined");
     // A second run has nothing left to change.
-    let again = run(&repo, &["fix"], Duration::from_secs(120));
+    let again = repo.run_within("fix", &[], Duration::from_secs(120));
     assert_eq!(
         (again.code, again.stdout.as_str()),
         (0, ""),

@@ -15,7 +15,7 @@ use fluxmend::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, Rendered, Renderer
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
-use common::{FixtureTree, fixture_trees};
+use common::{FixtureTree, TempRepo, fixture_trees, try_kubectl_kustomize};
 
 /// (apiVersion, kind, namespace — `""` for none, name).
 type Key = (String, String, String, String);
@@ -38,16 +38,7 @@ fn assert_kubectl_installed() {
 
 /// `kubectl kustomize DIR --load-restrictor LoadRestrictionsNone` (how Flux builds), as keys.
 fn kubectl_build(dir: &Path) -> Result<Vec<Key>, String> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .args(["--load-restrictor", "LoadRestrictionsNone"])
-        .output()
-        .expect("run kubectl");
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    let text = String::from_utf8(out.stdout).expect("kubectl output is UTF-8");
+    let text = try_kubectl_kustomize(dir)?;
     let docs = YamlLoader::load_from_str(&text)
         .map_err(|e| format!("kubectl output does not parse: {e}"))?;
     let mut keys: Vec<Key> = docs
@@ -300,19 +291,6 @@ fn list_resource_renders_like_kubectl() {
     assert_data_dir_renders_like_kubectl("kustomize-bugs/list");
 }
 
-/// Copy a fixture tree (regular files and directories only).
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from).follow_links(false) {
-        let entry = entry.expect("walk fixture");
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-        } else if entry.file_type().is_file() {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// The `resources` of the kustomization Flux generates for `dir` (no kustomization file): every
 /// `.yaml`/`.yml` below it in walk order, and each subdirectory that has a kustomization file as
 /// a directory resource (not descended into). Only what the source ships (the loader's view of
@@ -467,8 +445,7 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
                     eprintln!("skipped {label} (remote {remote})");
                     continue;
                 }
-                let tmp = tempfile::tempdir().expect("temp dir");
-                copy_tree(&tree.root, tmp.path());
+                let tmp = TempRepo::copy_of(&tree.root);
                 let dir = tmp.path().join(&variant.dir);
                 let generated = variant
                     .generated

@@ -1,14 +1,11 @@
 //! The model on a fleet repository: one root per cluster, bootstrap and FluxInstance roots side
 //! by side, and dependencies resolved inside each cluster only.
 
+mod common;
+
+use common::TempRepo;
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
-
-fn write(root: &std::path::Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
 
 fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
     let deps = depends_on.map_or(String::new(), |d| {
@@ -21,45 +18,37 @@ fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
 
 #[test]
 fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = TempRepo::empty();
     let root = tmp.path();
     for cluster in ["a", "b", "c"] {
         let dir = format!("clusters/{cluster}");
         if cluster == "c" {
             // Cluster c is run by the Flux Operator.
-            write(
-                root,
-                &format!("{dir}/flux-instance.yaml"),
+            tmp.write(&format!("{dir}/flux-instance.yaml"),
                 "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/c\n",
             );
         } else {
-            write(
-                root,
-                &format!("{dir}/flux-system/gotk-sync.yaml"),
-                &format!(
+            tmp.write(&format!("{dir}/flux-system/gotk-sync.yaml"),
+                format!(
                     "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
                     layer("flux-system", &format!("./{dir}"), None)
                 ),
             );
         }
-        write(
-            root,
+        tmp.write(
             &format!("{dir}/infra.yaml"),
-            &layer("infra", "./infra", None),
+            layer("infra", "./infra", None),
         );
-        write(
-            root,
+        tmp.write(
             &format!("{dir}/apps.yaml"),
-            &layer("apps", "./apps", Some("infra")),
+            layer("apps", "./apps", Some("infra")),
         );
     }
-    write(
-        root,
+    tmp.write(
         "infra/ns.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n",
     );
-    write(
-        root,
+    tmp.write(
         "apps/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
     );
@@ -89,23 +78,17 @@ fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
 
 #[test]
 fn dependency_cycles_are_reported_once_per_cycle() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = TempRepo::empty();
     let root = tmp.path();
-    write(
-        root,
+    tmp.write(
         "clusters/a/flux-system/gotk-sync.yaml",
-        &layer("flux-system", "./clusters/a", None),
+        layer("flux-system", "./clusters/a", None),
     );
-    write(root, "clusters/a/x.yaml", &layer("x", "./w", Some("y")));
-    write(root, "clusters/a/y.yaml", &layer("y", "./w", Some("z")));
-    write(root, "clusters/a/z.yaml", &layer("z", "./w", Some("x")));
-    write(
-        root,
-        "clusters/a/self.yaml",
-        &layer("self", "./w", Some("self")),
-    );
-    write(
-        root,
+    tmp.write("clusters/a/x.yaml", layer("x", "./w", Some("y")));
+    tmp.write("clusters/a/y.yaml", layer("y", "./w", Some("z")));
+    tmp.write("clusters/a/z.yaml", layer("z", "./w", Some("x")));
+    tmp.write("clusters/a/self.yaml", layer("self", "./w", Some("self")));
+    tmp.write(
         "w/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n  namespace: default\n",
     );

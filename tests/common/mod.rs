@@ -1,9 +1,11 @@
-//! Helpers shared by the integration tests: the fixture trees, running the built binary, and
-//! throw-away repositories with a small valid Flux layout.
+//! Helpers shared by the integration tests: the fixture trees, running the built binary, copying
+//! and reading whole trees, git and `kubectl kustomize`, throw-away repositories with a small
+//! valid Flux layout, and reading `check --format json` reports.
 
 // Each test crate uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,6 +16,11 @@ use serde_json::Value;
 /// The crate root (`/work/main`).
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `fixtures/<case>/<stage>/` (`stage` is `before` or `after`).
+pub fn fixture(case: &str, stage: &str) -> PathBuf {
+    manifest_dir().join("fixtures").join(case).join(stage)
 }
 
 /// One repository tree of a fixture: `fixtures/<case>/<stage>/`.
@@ -104,13 +111,16 @@ impl Run {
     }
 }
 
+/// How long a run of the binary may take unless a test says otherwise.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
 /// Run the built `fluxmend` binary with `args` (waits at most two minutes).
 pub fn fluxmend<I, S>(args: I) -> Run
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    fluxmend_within(args, Duration::from_secs(120))
+    fluxmend_within(args, RUN_LIMIT)
 }
 
 /// Run the binary; kill it and fail when it takes longer than `limit`.
@@ -119,12 +129,31 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let args: Vec<_> = args
-        .into_iter()
-        .map(|a| a.as_ref().to_os_string())
-        .collect();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
-        .args(&args)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fluxmend"));
+    command.args(args);
+    run_command(command, limit)
+}
+
+/// Run the binary with `PATH` set to `path` (waits at most two minutes).
+pub fn fluxmend_with_path<I, S>(args: I, path: &str) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fluxmend"));
+    command.args(args).env("PATH", path);
+    run_command(command, RUN_LIMIT)
+}
+
+/// The arguments `COMMAND ROOT REST…`: a subcommand, the repository it runs on, and the rest.
+pub fn command_args<'a>(command: &'a str, root: &'a Path, rest: &[&'a str]) -> Vec<&'a OsStr> {
+    let mut args = vec![OsStr::new(command), root.as_os_str()];
+    args.extend(rest.iter().map(|&a| OsStr::new(a)));
+    args
+}
+
+fn run_command(mut command: Command, limit: Duration) -> Run {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -149,7 +178,7 @@ where
         if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("fluxmend {args:?} did not finish within {limit:?}");
+            panic!("{command:?} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -158,6 +187,163 @@ where
         stdout: out.join().expect("stdout reader").expect("stdout is UTF-8"),
         stderr: err.join().expect("stderr reader").expect("stderr is UTF-8"),
     }
+}
+
+/// `fix --write` on a copy of `fixtures/<case>/before` writes exactly its `after/` tree, verified
+/// by at least the builtin gates. Negative control: `check --rule RULE` finds `rule` in
+/// `before/`; `check` (plus `after_check`) of the result neither reports it nor fails; a second
+/// `fix` changes nothing.
+pub fn assert_fix_writes_after_tree(case: &str, rule: &str, after_check: &[&str]) {
+    let repo = TempRepo::copy_of(&fixture(case, "before"));
+    let root = repo.path().to_str().unwrap();
+    let written = fluxmend(["fix", "--write", root]);
+    let report = &written.stderr;
+    assert_eq!(written.code, 1, "{case}: {report}");
+    assert!(report.contains("verified: builtin"), "{case}: {report}");
+    assert_eq!(
+        tree(repo.path()),
+        tree(&fixture(case, "after")),
+        "{case}: written tree differs from after/"
+    );
+    let tag = format!("[{rule}]");
+    let before = fluxmend([
+        "check",
+        fixture(case, "before").to_str().unwrap(),
+        "--rule",
+        rule,
+    ]);
+    assert_eq!(before.code, 1);
+    assert!(before.stdout.contains(&tag), "{case}: {}", before.stdout);
+    let after = fluxmend(command_args("check", repo.path(), after_check));
+    assert!(!after.stdout.contains(&tag), "{case}: {}", after.stdout);
+    assert_eq!(after.code, 0, "{case}: {}", after.stdout);
+    let again = fluxmend(["fix", root]);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, ""),
+        "{case}: second run"
+    );
+}
+
+/// Copy the tree below `from` into `to`: directories, files, and symbolic links as links.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from).follow_links(false) {
+        let entry = entry.expect("walk the tree to copy");
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+        } else if kind.is_symlink() {
+            let link = std::fs::read_link(entry.path()).expect("read link");
+            std::os::unix::fs::symlink(link, &target).expect("copy link");
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Every file below `root`, relative path to bytes; a symbolic link (never followed) maps to its
+/// target.
+pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file() || e.file_type().is_symlink())
+        .map(|e| {
+            let bytes = if e.file_type().is_symlink() {
+                std::fs::read_link(e.path())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+                    .into_bytes()
+            } else {
+                std::fs::read(e.path()).unwrap()
+            };
+            (relative(root, e.path()), bytes)
+        })
+        .collect()
+}
+
+/// Every directory below `root`, relative (`root` itself is `""`).
+pub fn dirs(root: &Path) -> BTreeSet<String> {
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_dir())
+        .map(|e| relative(root, e.path()))
+        .collect()
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The paths whose bytes differ between two [`tree`]s (or that only one has), sorted.
+pub fn differing_paths(
+    a: &BTreeMap<String, Vec<u8>>,
+    b: &BTreeMap<String, Vec<u8>>,
+) -> Vec<String> {
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// `git ARGS…` in `dir`; asserts success and returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A git repository holding `fixtures/<case>/before` in one commit on `main`.
+pub fn git_repo_with(case: &str) -> TempRepo {
+    let repo = TempRepo::copy_of(&fixture(case, "before"));
+    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
+    git(
+        repo.path(),
+        &[&as_tester[..], &["commit", "-qm", "init"]].concat(),
+    );
+    repo
+}
+
+/// `kubectl kustomize DIR --load-restrictor LoadRestrictionsNone` (how Flux builds): its output,
+/// or its trimmed stderr when the build fails.
+pub fn try_kubectl_kustomize(dir: &Path) -> Result<String, String> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .args(["--load-restrictor", "LoadRestrictionsNone"])
+        .output()
+        .expect("kubectl (1.32, kustomize v5.5) must be installed");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(String::from_utf8(out.stdout).expect("kubectl output is UTF-8"))
+}
+
+/// [`try_kubectl_kustomize`], asserting that the build succeeds.
+pub fn kubectl_kustomize(dir: &Path) -> String {
+    try_kubectl_kustomize(dir)
+        .unwrap_or_else(|e| panic!("kubectl kustomize {}: {e}", dir.display()))
 }
 
 /// Objects in [`TempRepo::flux_layout`]: GitRepository + 3 Flux Kustomizations, the apps layer's
@@ -280,6 +466,46 @@ metadata:
   name: infra
 ";
 
+/// A FluxInstance syncing `clusters/prod`: in a `wait: true` layer, an FM001 finding.
+pub const FLUX_INSTANCE: &str = "\
+apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  distribution:
+    version: \"2.x\"
+  sync:
+    kind: GitRepository
+    url: https://github.com/example/fleet
+    ref: refs/heads/main
+    path: clusters/prod
+";
+
+/// A "billion laughs" ConfigMap `name`: 16 levels of 9 aliases (9^16 leaves when expanded).
+pub fn alias_bomb(name: &str) -> String {
+    let mut text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n");
+    text.push_str("  a: &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
+    let names: Vec<char> = "abcdefghijklmnopq".chars().collect();
+    for pair in names.windows(2) {
+        let items = vec![format!("*{}", pair[0]); 9].join(", ");
+        text.push_str(&format!("  {}: &{} [{items}]\n", pair[1], pair[1]));
+    }
+    text
+}
+
+/// A temporary directory outside any repository holding `cm.yaml`, a ConfigMap `outside`.
+pub fn outside_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n",
+    )
+    .unwrap();
+    dir
+}
+
 /// A throw-away repository in a temporary directory (removed on drop).
 pub struct TempRepo {
     pub dir: tempfile::TempDir,
@@ -314,6 +540,22 @@ impl TempRepo {
         repo
     }
 
+    /// [`TempRepo::flux_layout`] with [`FLUX_INSTANCE`] in `apps/flux.yaml`, listed in the
+    /// `wait: true` layer `apps`: one FM001 finding.
+    pub fn with_flux_instance() -> Self {
+        let repo = TempRepo::flux_layout();
+        repo.write("apps/flux.yaml", FLUX_INSTANCE)
+            .append("apps/kustomization.yaml", "  - flux.yaml\n");
+        repo
+    }
+
+    /// A copy of the tree below `from` (see [`copy_tree`]).
+    pub fn copy_of(from: &Path) -> Self {
+        let repo = TempRepo::empty();
+        copy_tree(from, repo.path());
+        repo
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -324,6 +566,11 @@ impl TempRepo {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("create dirs");
         std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {rel}: {e}"));
         self
+    }
+
+    /// The text of a file.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
     }
 
     /// Append text to an existing file.
@@ -343,25 +590,28 @@ impl TempRepo {
         self
     }
 
+    /// `fluxmend COMMAND PATH REST…`; asserts the process did not panic (exit 0 or 1).
+    pub fn run(&self, command: &str, rest: &[&str]) -> Run {
+        self.run_within(command, rest, RUN_LIMIT)
+    }
+
+    /// [`TempRepo::run`], failing when it takes longer than `limit`.
+    pub fn run_within(&self, command: &str, rest: &[&str], limit: Duration) -> Run {
+        let run = fluxmend_within(command_args(command, self.path(), rest), limit);
+        run.assert_no_panic();
+        run
+    }
+
     /// `fluxmend check PATH --format json` (plus `extra` args); asserts the process did not panic.
     pub fn check_json(&self, extra: &[&str]) -> (Run, Value) {
-        let mut args: Vec<&OsStr> = vec![OsStr::new("check"), self.path().as_os_str()];
-        args.extend([OsStr::new("--format"), OsStr::new("json")]);
-        args.extend(extra.iter().map(OsStr::new));
-        let run = fluxmend(args);
-        run.assert_no_panic();
+        let run = self.run("check", &[&["--format", "json"][..], extra].concat());
         let json = run.json();
         (run, json)
     }
 
     /// `fluxmend graph PATH --format json`; asserts success.
     pub fn graph_json(&self) -> Value {
-        let run = fluxmend([
-            OsStr::new("graph"),
-            self.path().as_os_str(),
-            OsStr::new("--format"),
-            OsStr::new("json"),
-        ]);
+        let run = fluxmend(command_args("graph", self.path(), &["--format", "json"]));
         assert_eq!(run.code, 0, "graph failed:\n{}\n{}", run.stdout, run.stderr);
         run.json()
     }
@@ -384,6 +634,18 @@ pub fn find_diagnostic<'a>(report: &'a Value, file: &str, needle: &str) -> &'a V
                 serde_json::to_string_pretty(&report["diagnostics"]).unwrap()
             )
         })
+}
+
+/// [`find_diagnostic`], asserting its severity.
+pub fn assert_diagnostic<'a>(
+    report: &'a Value,
+    file: &str,
+    needle: &str,
+    severity: &str,
+) -> &'a Value {
+    let diagnostic = find_diagnostic(report, file, needle);
+    assert_eq!(diagnostic["severity"], severity, "{diagnostic:#}");
+    diagnostic
 }
 
 /// A summary count of a `check --format json` report.
