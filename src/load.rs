@@ -211,7 +211,7 @@ impl Repo {
                     Ok(text) => match skip_reason(&rel, &text, dirs, &root) {
                         Some(reason) => Loaded::Skipped(reason),
                         None => {
-                            let (yaml, error) = YamlFile::parse(&text);
+                            let (yaml, error) = YamlFile::parse_owned(text);
                             Loaded::Parsed(yaml, error)
                         }
                     },

@@ -113,10 +113,14 @@ impl LineEnding {
         }
     }
 
-    /// The ending most lines of `text` use (LF when there are none).
-    pub fn detect(text: &str) -> Self {
-        let lf = text.matches('\n').count();
-        let crlf = text.matches("\r\n").count();
+    /// The ending most lines of `text` use (LF when there are none), from its line starts.
+    fn from_line_starts(text: &str, line_starts: &[usize]) -> Self {
+        let lf = line_starts.len() - 1;
+        let bytes = text.as_bytes();
+        let crlf = line_starts[1..]
+            .iter()
+            .filter(|&&s| s >= 2 && bytes[s - 2] == b'\r')
+            .count();
         if crlf * 2 > lf {
             LineEnding::CrLf
         } else {
@@ -203,10 +207,16 @@ impl YamlFile {
     /// Parse `raw` (a BOM is accepted and remembered). On a syntax error the documents completed
     /// before it are kept, and the error is returned beside them.
     pub fn parse(raw: &str) -> (YamlFile, Option<ParseError>) {
-        let (bom, text) = match raw.strip_prefix('\u{feff}') {
-            Some(rest) => (true, rest),
-            None => (false, raw),
-        };
+        Self::parse_owned(raw.to_string())
+    }
+
+    /// [`YamlFile::parse`] taking the text by value, so that it is kept without a copy.
+    pub fn parse_owned(mut raw: String) -> (YamlFile, Option<ParseError>) {
+        let bom = raw.starts_with('\u{feff}');
+        if bom {
+            raw.drain(..'\u{feff}'.len_utf8());
+        }
+        let text = raw.as_str();
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         let mut builder = Builder {
@@ -264,8 +274,8 @@ impl YamlFile {
             last.region.end = text.len();
         }
         let file = YamlFile {
-            line_ending: LineEnding::detect(text),
-            text: text.to_string(),
+            line_ending: LineEnding::from_line_starts(text, &line_starts),
+            text: raw,
             bom,
             nodes,
             docs,
@@ -353,42 +363,66 @@ impl YamlFile {
         self.value_within(id, &mut budget)
     }
 
+    /// One level of the conversion. Kept small, with plain loops, because it recurses once per
+    /// nesting level (up to [`MAX_NESTING`]) and must fit small thread stacks even unoptimised.
     fn value_within(&self, id: NodeId, budget: &mut usize) -> Result<Value, AliasBudgetExceeded> {
         *budget = budget.checked_sub(1).ok_or(AliasBudgetExceeded)?;
         Ok(match &self.nodes[id].kind {
-            NodeKind::Scalar { style, tag, .. } => {
-                let value = self.scalar_text(id);
-                let is_str = tag.as_deref() == Some("tag:yaml.org,2002:str");
-                match style {
-                    ScalarStyle::Plain if !is_str && is_null(value) => Value::Null,
-                    ScalarStyle::Plain => Value::Str(value.to_string(), is_str),
-                    _ => Value::Str(value.to_string(), true),
-                }
-            }
+            NodeKind::Scalar { .. } => self.scalar_value(id),
             NodeKind::Alias { target: Some(t) } => self.value_within(*t, budget)?,
             NodeKind::Alias { target: None } => Value::Null,
-            NodeKind::Sequence { items, .. } => Value::Seq(
-                items
-                    .iter()
-                    .map(|&i| self.value_within(i, budget))
-                    .collect::<Result<_, _>>()?,
-            ),
-            NodeKind::Mapping { entries, .. } => {
-                let mut out = Vec::with_capacity(entries.len());
-                for &(k, v) in entries {
-                    let key = self.value_within(k, budget)?;
-                    let value = self.value_within(v, budget)?;
-                    // `<<: *base` merge keys: the merged entries come first, explicit ones win.
-                    if key == Value::Str("<<".into(), false) {
-                        merge_into(&mut out, value);
-                    } else {
-                        out.retain(|(existing, _)| existing != &key);
-                        out.push((key, value));
-                    }
-                }
-                Value::Map(out)
-            }
+            NodeKind::Sequence { items, .. } => self.seq_value(items, budget)?,
+            NodeKind::Mapping { entries, .. } => self.map_value(entries, budget)?,
         })
+    }
+
+    #[inline(never)]
+    fn seq_value(
+        &self,
+        items: &[NodeId],
+        budget: &mut usize,
+    ) -> Result<Value, AliasBudgetExceeded> {
+        let mut out = Vec::with_capacity(items.len());
+        for &item in items {
+            out.push(self.value_within(item, budget)?);
+        }
+        Ok(Value::Seq(out))
+    }
+
+    #[inline(never)]
+    fn map_value(
+        &self,
+        entries: &[(NodeId, NodeId)],
+        budget: &mut usize,
+    ) -> Result<Value, AliasBudgetExceeded> {
+        let mut out = Vec::with_capacity(entries.len());
+        for &(k, v) in entries {
+            let key = self.value_within(k, budget)?;
+            let value = self.value_within(v, budget)?;
+            // `<<: *base` merge keys: the merged entries come first, explicit ones win.
+            if key == Value::Str("<<".into(), false) {
+                merge_into(&mut out, value);
+            } else {
+                out.retain(|(existing, _)| existing != &key);
+                out.push((key, value));
+            }
+        }
+        Ok(Value::Map(out))
+    }
+
+    /// A scalar's data: null, or its text and whether it is a string by quoting or `!!str`.
+    #[inline(never)]
+    fn scalar_value(&self, id: NodeId) -> Value {
+        let NodeKind::Scalar { style, tag, .. } = &self.nodes[id].kind else {
+            return Value::Null;
+        };
+        let value = self.scalar_text(id);
+        let is_str = tag.as_deref() == Some("tag:yaml.org,2002:str");
+        match style {
+            ScalarStyle::Plain if !is_str && is_null(value) => Value::Null,
+            ScalarStyle::Plain => Value::Str(value.to_string(), is_str),
+            _ => Value::Str(value.to_string(), true),
+        }
     }
 }
 
