@@ -93,10 +93,7 @@ impl Changeset {
 fn check_disjoint(path: &str, edits: &mut [TextEdit]) -> Result<(), EditError> {
     edits.sort();
     for pair in edits.windows(2) {
-        let touching_inserts = pair[0].start == pair[0].end && pair[1].start == pair[1].end;
-        if pair[1].start < pair[0].end
-            || (pair[1].start == pair[0].end && pair[0].start != pair[0].end && touching_inserts)
-        {
+        if pair[1].start < pair[0].end {
             return Err(EditError::Overlap {
                 path: path.to_string(),
             });

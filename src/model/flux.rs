@@ -844,7 +844,6 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             let id = b.add(layer);
             b.walk(vec![id]);
         }
-        b.diagnostics.append(&mut b.renderer.diagnostics);
         (b.layers, b.diagnostics)
     };
     model.layers = layers;

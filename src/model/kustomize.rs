@@ -318,7 +318,6 @@ pub struct Renderer<'m, 'r> {
     pub model: &'m Model<'r>,
     memo: HashMap<String, RenderResult>,
     in_progress: HashSet<String>,
-    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl<'m, 'r> Renderer<'m, 'r> {
@@ -327,7 +326,6 @@ impl<'m, 'r> Renderer<'m, 'r> {
             model,
             memo: HashMap::new(),
             in_progress: HashSet::new(),
-            diagnostics: Vec::new(),
         }
     }
 
@@ -468,6 +466,7 @@ pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
     Ok(())
 }
 
+/// A directory for messages: `.` for the root.
 pub fn display_dir(dir: &str) -> &str {
     if dir.is_empty() { "." } else { dir }
 }

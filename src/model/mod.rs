@@ -12,7 +12,7 @@ mod required;
 pub use flux::{HealthCheck, Layer, LayerId, LayerRef, SourceRef, Variant};
 pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,
-    is_namespaced,
+    display_dir, is_namespaced,
 };
 pub use objects::{Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};

@@ -6,12 +6,12 @@ use std::collections::BTreeSet;
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
-use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant};
+use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
 use crate::parse::YamlFile;
 
 use super::layer_split::{
-    bringing_entry, copy_entry, display, entry_location, free_name, layer_document_head, prefix,
-    register, relative_below, remove_items, remove_resource_entry, spec_indent,
+    bringing_entry, copy_entry, entry_location, free_name, layer_document_head, prefix, register,
+    relative_below, remove_items, remove_resource_entry, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -270,7 +270,7 @@ fn split_out(
         if variant.generated {
             return Err(format!(
                 "{} has no kustomization file (Flux generates one): a new folder there would be applied by both layers",
-                display(&variant.dir)
+                display_dir(&variant.dir)
             ));
         }
         subpaths.insert(isolate_instance(
@@ -327,7 +327,7 @@ fn isolate_instance(
             let sub = relative_below(&variant.dir, &dir).ok_or_else(|| {
                 format!(
                     "{dir} is not below the layer path {}",
-                    display(&variant.dir)
+                    display_dir(&variant.dir)
                 )
             })?;
             remove_resource_entry(model, file, item, changes)?;

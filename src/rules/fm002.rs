@@ -9,15 +9,14 @@ use crate::edit::{self, Changeset, TextEdit};
 use crate::load::{FileId, parent_of};
 use crate::model::{
     KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, ObjectIdx, ObjectKey, RefTarget,
-    Rendered, Renderer, Variant, join,
+    Rendered, Renderer, Variant, display_dir, join,
 };
 use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 use super::disposable::{Analysis, Bundle, REPO_FILE};
 use super::layer_split::{
-    bringing_entry, copy_entry, copy_entry_nodes, display, entry_text, free_name,
-    layer_document_head, modelines, prefix, register, relative_below, remove_items, resources_list,
-    spec_indent,
+    bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name, layer_document_head,
+    modelines, prefix, register, relative_below, remove_items, resources_list, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -297,7 +296,7 @@ fn plan_fix(
     if let Some(e) = &variant.error {
         return Err(format!(
             "{} does not render completely ({e})",
-            display(&variant.dir)
+            display_dir(&variant.dir)
         ));
     }
     let inventory = &variant.inventory;
@@ -382,8 +381,8 @@ fn plan_fix(
             let from = match source {
                 Source::Folder { dir, .. } => dir.clone(),
                 Source::Files { chain } => chain.last().map_or_else(
-                    || display(&variant.dir).to_string(),
-                    |&f| display(parent_of(&model.repo.file(f).path)).to_string(),
+                    || display_dir(&variant.dir).to_string(),
+                    |&f| display_dir(parent_of(&model.repo.file(f).path)).to_string(),
                 ),
             };
             if groups.len() > 1 {
@@ -610,7 +609,7 @@ impl Ctx<'_, '_, '_> {
         let base = &self.variant.dir;
         let rel = relative_below(base, dir)
             .filter(|r| !r.is_empty() && !base.is_empty())
-            .ok_or_else(|| format!("{dir} is not below {}", display(base)))?;
+            .ok_or_else(|| format!("{dir} is not below {}", display_dir(base)))?;
         if let Some(other) = model
             .repo
             .other_files()
@@ -636,7 +635,7 @@ impl Ctx<'_, '_, '_> {
                     return Err(format!(
                         "{} refers to `{t}` inside {}; moving the folder out would break it",
                         f.path,
-                        display(base)
+                        display_dir(base)
                     ));
                 }
             }
@@ -1161,7 +1160,7 @@ fn kustomization_text(
     ));
     out.push_str(&format!(
         "# Split out of {} by fluxmend FM002; applied by the Flux Kustomization {layer_name}.{eol}",
-        display(from)
+        display_dir(from)
     ));
     for l in lines {
         out.push_str(&format!("{l}{eol}"));
@@ -1343,7 +1342,7 @@ fn generated_cover(model: &Model, dir: &str) -> Option<LayerRef> {
 fn path_text(layer: &Layer, dir: &str) -> Result<String, String> {
     let root = layer.source_root.as_deref().unwrap_or("");
     let rel = relative_below(root, dir)
-        .ok_or_else(|| format!("{dir} is outside the source root {}", display(root)))?;
+        .ok_or_else(|| format!("{dir} is outside the source root {}", display_dir(root)))?;
     Ok(if layer.path.starts_with("./") || rel.is_empty() {
         format!("./{rel}")
     } else {
@@ -1371,7 +1370,7 @@ fn used_elsewhere(
                     "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
                     model.repo.file(f).path,
                     l.id,
-                    display(&v.dir)
+                    display_dir(&v.dir)
                 ));
             }
         }

@@ -119,10 +119,6 @@ pub(super) fn prefix(dir: &str) -> String {
     }
 }
 
-pub(super) fn display(dir: &str) -> &str {
-    if dir.is_empty() { "." } else { dir }
-}
-
 /// `base`, or `base-2`, … when a layer of that name exists in the layer's namespace (or the
 /// plan already uses it).
 pub(super) fn free_name(model: &Model, layer: &Layer, base: &str, planned: &[String]) -> String {
