@@ -127,7 +127,7 @@ pub fn after_line(text: &str, offset: usize) -> usize {
 /// Remove one item of a sequence: for a block sequence its whole lines (trailing comment
 /// included); for a flow sequence the item and one adjacent comma.
 pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdit, EditError> {
-    let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
+    let NodeKind::Sequence { items, flow } = file.node(seq).kind else {
         return Err(EditError::Unsupported("not a sequence".into()));
     };
     let idx = items
@@ -136,7 +136,7 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
         .ok_or_else(|| EditError::Unsupported("not an item of this sequence".into()))?;
     let text = &file.text;
     let node = file.node(item);
-    if *flow {
+    if flow {
         let (start, end) = if idx + 1 < items.len() {
             (node.span.start, file.node(items[idx + 1]).span.start)
         } else if idx > 0 {
@@ -218,14 +218,14 @@ pub fn insert_item(
     after: Option<NodeId>,
     value: &str,
 ) -> Result<TextEdit, EditError> {
-    let NodeKind::Sequence { items, flow } = &file.node(seq).kind else {
+    let NodeKind::Sequence { items, flow } = file.node(seq).kind else {
         return Err(EditError::Unsupported("not a sequence".into()));
     };
     let anchor = after
         .or_else(|| items.last().copied())
         .ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
     let text = &file.text;
-    if *flow {
+    if flow {
         let end = file.node(anchor).span.end;
         return Ok(TextEdit {
             start: end,
@@ -297,10 +297,10 @@ pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
 /// Remove the entry whose key is `key` from block mapping `map`: the key's line through the end
 /// of its value, with the comment lines right above it at its indentation (they are about it).
 pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdit, EditError> {
-    let NodeKind::Mapping { entries, flow } = &file.node(map).kind else {
+    let NodeKind::Mapping { entries, flow } = file.node(map).kind else {
         return Err(EditError::Unsupported("not a mapping".into()));
     };
-    if *flow {
+    if flow {
         return Err(EditError::Unsupported(
             "removing an entry of a flow mapping".into(),
         ));
@@ -337,7 +337,7 @@ pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdi
 /// means what it meant here even though the anchor does not exist there.
 pub fn resolved_text(file: &YamlFile, start: usize, end: usize) -> String {
     let mut edits = Vec::new();
-    for node in &file.nodes {
+    for node in file.node_ids().map(|id| file.node(id)) {
         let NodeKind::Alias { target: Some(t) } = node.kind else {
             continue;
         };

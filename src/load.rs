@@ -45,11 +45,11 @@ const FLUX_DEFAULT_IGNORES: &[&str] = &[
 
 /// What reading one YAML-named file gave.
 enum Loaded {
-    Parsed(YamlFile, Option<ParseError>),
-    /// Not Kubernetes YAML (a note).
-    Skipped(String),
-    /// Could not be read as text (a warning).
-    Unreadable(String),
+    Parsed(Arc<SourceFile>),
+    /// Not Kubernetes YAML (a note): path and reason.
+    Skipped(String, String),
+    /// Could not be read as text (a warning): path and reason.
+    Unreadable(String, String),
 }
 
 /// Index of a file in [`Repo::files`].
@@ -203,25 +203,26 @@ impl Repo {
         candidates.sort();
         // Read and parse in parallel (the bulk of the work); record in path order.
         let dirs = &repo.dirs;
-        let loaded: Vec<(String, Loaded)> = candidates
+        let loaded: Vec<Loaded> = candidates
             .into_par_iter()
-            .map(|rel| {
-                let outcome = match read_candidate(&root, &rel) {
-                    Err(reason) => Loaded::Unreadable(reason),
-                    Ok(text) => match skip_reason(&rel, &text, dirs, &root) {
-                        Some(reason) => Loaded::Skipped(reason),
-                        None => {
-                            let (yaml, error) = YamlFile::parse_owned(text);
-                            Loaded::Parsed(yaml, error)
-                        }
-                    },
-                };
-                (rel, outcome)
+            .map(|rel| match read_candidate(&root, &rel) {
+                Err(reason) => Loaded::Unreadable(rel, reason),
+                Ok(text) => match skip_reason(&rel, &text, dirs, &root) {
+                    Some(reason) => Loaded::Skipped(rel, reason),
+                    None => {
+                        let (yaml, error) = YamlFile::parse_owned(text);
+                        Loaded::Parsed(Arc::new(SourceFile {
+                            path: rel,
+                            yaml,
+                            error,
+                        }))
+                    }
+                },
             })
             .collect();
-        for (rel, outcome) in loaded {
+        for outcome in loaded {
             match outcome {
-                Loaded::Skipped(reason) => {
+                Loaded::Skipped(rel, reason) => {
                     repo.diagnostics.push(Diagnostic::new(
                         Severity::Note,
                         &rel,
@@ -229,7 +230,7 @@ impl Repo {
                     ));
                     repo.other_files.insert(rel);
                 }
-                Loaded::Unreadable(reason) => {
+                Loaded::Unreadable(rel, reason) => {
                     repo.diagnostics.push(Diagnostic::new(
                         Severity::Warning,
                         &rel,
@@ -237,27 +238,23 @@ impl Repo {
                     ));
                     repo.other_files.insert(rel);
                 }
-                Loaded::Parsed(yaml, error) => {
-                    if let Some(e) = &error {
+                Loaded::Parsed(file) => {
+                    if let Some(e) = &file.error {
                         repo.diagnostics.push(
                             Diagnostic::new(
                                 Severity::Error,
-                                &rel,
+                                &file.path,
                                 format!("YAML does not parse: {}", e.message),
                             )
                             .at(e.line, e.column),
                         );
                     }
-                    repo.by_path.insert(rel.clone(), repo.files.len());
+                    repo.by_path.insert(file.path.clone(), repo.files.len());
                     repo.dir_files
-                        .entry(parent_of(&rel).to_string())
+                        .entry(parent_of(&file.path).to_string())
                         .or_default()
                         .push(repo.files.len());
-                    repo.files.push(Arc::new(SourceFile {
-                        path: rel,
-                        yaml,
-                        error,
-                    }));
+                    repo.files.push(file);
                 }
             }
         }

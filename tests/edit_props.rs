@@ -318,14 +318,14 @@ fn scalars(docs: &[Doc]) -> Vec<Place> {
 /// The node of entry `e` (its value) in document `d`.
 fn entry_value(file: &YamlFile, d: usize, e: usize) -> NodeId {
     let root = file.docs[d].root;
-    match &file.node(root).kind {
+    match file.node(root).kind {
         fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[e].1,
         _ => panic!("documents are mappings"),
     }
 }
 
 fn map_entry_value(file: &YamlFile, map: NodeId, i: usize) -> NodeId {
-    match &file.node(map).kind {
+    match file.node(map).kind {
         fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[i].1,
         _ => panic!("not a mapping"),
     }
@@ -465,7 +465,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
 }
 
 fn entry_key(file: &YamlFile, d: usize, e: usize) -> NodeId {
-    match &file.node(file.docs[d].root).kind {
+    match file.node(file.docs[d].root).kind {
         fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[e].0,
         _ => panic!("documents are mappings"),
     }

@@ -168,7 +168,7 @@ pub(super) fn parse_dirs(
         };
         let root = doc.root;
         if !matches!(
-            yaml.resolve(root).map(|r| &yaml.node(r).kind),
+            yaml.resolve(root).map(|r| yaml.node(r).kind),
             Some(crate::parse::NodeKind::Mapping { .. })
         ) {
             // A list or a scalar: kustomize cannot unmarshal it into a Kustomization.

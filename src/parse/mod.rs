@@ -25,8 +25,9 @@ impl Span {
     }
 }
 
-/// Index of a node in [`YamlFile::nodes`]; an arena keeps aliases cheap and bounded.
-pub type NodeId = usize;
+/// Index of a node of a [`YamlFile`]; an arena keeps aliases cheap and bounded. 32 bits: a
+/// fleet holds millions of nodes, and every id is stored in its parent.
+pub type NodeId = u32;
 
 /// How a scalar was written, which decides how its text may be replaced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,24 +39,32 @@ pub enum ScalarStyle {
     Folded,
 }
 
-/// What a node is; collections hold child ids in source order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum NodeKind {
+const SCALAR_STYLES: [ScalarStyle; 5] = [
+    ScalarStyle::Plain,
+    ScalarStyle::SingleQuoted,
+    ScalarStyle::DoubleQuoted,
+    ScalarStyle::Literal,
+    ScalarStyle::Folded,
+];
+
+/// What a node is; collections hold child ids in source order. A view into the file's arenas.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeKind<'a> {
     Scalar {
-        /// The scalar's value when it differs from its source text; `None` (most scalars, no
-        /// allocation) when the value is exactly the text of the node's span, quotes excluded.
+        /// The scalar's value when it differs from its source text; `None` (most scalars) when
+        /// the value is exactly the text of the node's span, quotes excluded.
         /// Read it with [`YamlFile::scalar_text`].
-        value: Option<Box<str>>,
+        value: Option<&'a str>,
         style: ScalarStyle,
         /// The resolved tag (`tag:yaml.org,2002:str` for `!!str`), when one was written.
-        tag: Option<Box<str>>,
+        tag: Option<&'a str>,
     },
     Mapping {
-        entries: Vec<(NodeId, NodeId)>,
+        entries: &'a [(NodeId, NodeId)],
         flow: bool,
     },
     Sequence {
-        items: Vec<NodeId>,
+        items: &'a [NodeId],
         flow: bool,
     },
     /// An alias; `target` is the anchored node it names as defined *at this point* of the file
@@ -66,13 +75,43 @@ pub enum NodeKind {
 }
 
 /// One YAML node with the byte range of its own text (properties such as `&anchor` excluded).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Node {
-    pub kind: NodeKind,
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Node<'a> {
+    pub kind: NodeKind<'a>,
     pub span: Span,
     /// Byte of the `- ` indicator when this node is an item of a block sequence.
     pub dash: Option<usize>,
 }
+
+/// How a node is stored: 16 bytes, because a 100,000-file fleet has five million of them and
+/// their size is most of fluxmend's memory. [`YamlFile::node`] unpacks it into a [`Node`].
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    start: u32,
+    end: u32,
+    /// Byte of the block-sequence dash, or [`NO_DASH`].
+    dash: u32,
+    /// The kind in the top two bits; below them a scalar's style and flags, a collection's index
+    /// in its arena, or an alias's target + 1 (0: unknown anchor).
+    data: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 16);
+
+const NO_DASH: u32 = u32::MAX;
+const KIND_SHIFT: u32 = 30;
+const PAYLOAD: u32 = (1 << KIND_SHIFT) - 1;
+const SCALAR: u32 = 0;
+const MAPPING: u32 = 1;
+const SEQUENCE: u32 = 2;
+const ALIAS: u32 = 3;
+/// Scalar flags beside the style (bits 0..3): a stored value, a tag.
+const HAS_VALUE: u32 = 1 << 3;
+const HAS_TAG: u32 = 1 << 4;
+
+/// Files this large are refused: offsets and ids are 32 bits. The loader skips files over
+/// 8 MiB long before this.
+const MAX_TEXT: usize = 1 << 30;
 
 /// One document of a (possibly multi-document) file.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,9 +132,16 @@ pub struct YamlFile {
     pub bom: bool,
     /// The file's dominant line ending, used for everything written into it.
     pub line_ending: LineEnding,
-    pub nodes: Vec<Node>,
     pub docs: Vec<Document>,
-    line_starts: Vec<usize>,
+    nodes: Vec<Packed>,
+    /// Mapping children: at a mapping's index `(len, flow)`, then its `len` (key, value) pairs.
+    entries: Vec<(NodeId, NodeId)>,
+    /// Sequence children: at a sequence's index `len << 1 | flow`, then its `len` items.
+    items: Vec<NodeId>,
+    /// Scalar values that differ from their text, and tags, by node id (ascending): both rare.
+    values: Vec<(NodeId, Box<str>)>,
+    tags: Vec<(NodeId, Box<str>)>,
+    line_starts: Vec<u32>,
 }
 
 /// A file's own line ending.
@@ -114,12 +160,12 @@ impl LineEnding {
     }
 
     /// The ending most lines of `text` use (LF when there are none), from its line starts.
-    fn from_line_starts(text: &str, line_starts: &[usize]) -> Self {
+    fn from_line_starts(text: &str, line_starts: &[u32]) -> Self {
         let lf = line_starts.len() - 1;
         let bytes = text.as_bytes();
         let crlf = line_starts[1..]
             .iter()
-            .filter(|&&s| s >= 2 && bytes[s - 2] == b'\r')
+            .filter(|&&s| s >= 2 && bytes[s as usize - 2] == b'\r')
             .count();
         if crlf * 2 > lf {
             LineEnding::CrLf
@@ -216,15 +262,27 @@ impl YamlFile {
         if bom {
             raw.drain(..'\u{feff}'.len_utf8());
         }
+        if raw.len() >= MAX_TEXT {
+            raw = String::new();
+            let mut file = Self::parse_owned(raw).0;
+            file.bom = bom;
+            let error = ParseError {
+                line: 1,
+                column: 1,
+                message: "files of 1 GiB or more are not supported".into(),
+            };
+            return (file, Some(error));
+        }
         let text = raw.as_str();
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let mut line_starts = vec![0u32];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         let mut builder = Builder {
             text,
             line_starts: &line_starts,
-            nodes: Vec::new(),
+            file: Arenas::default(),
             docs: Vec::new(),
             stack: Vec::new(),
+            children: Vec::new(),
             anchors: HashMap::new(),
             doc_start: None,
             root: None,
@@ -238,29 +296,38 @@ impl YamlFile {
         let mut error = match lone_cr {
             // yaml-rust2 counts a lone CR as a line break, the span tree's line table does not:
             // refuse the file rather than misplace every byte after it.
-            Some(at) => {
-                let line = line_starts.partition_point(|&s| s <= at);
-                let column = text[line_starts[line - 1]..at].chars().count() + 1;
-                Some(ParseError {
-                    line,
-                    column,
-                    message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
-                })
-            }
+            Some(at) => Some(ParseError {
+                line: line_of(&line_starts, at),
+                column: column_of(text, &line_starts, at),
+                message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
+            }),
             None => stream_events(text, &mut builder).err(),
         };
-        let nodes = builder.nodes;
         let mut docs = builder.docs;
+        let mut arenas = builder.file;
+        arenas.shrink();
+        let mut file = YamlFile {
+            line_ending: LineEnding::from_line_starts(text, &line_starts),
+            text: String::new(),
+            bom,
+            docs: Vec::new(),
+            nodes: arenas.nodes,
+            entries: arenas.entries,
+            items: arenas.items,
+            values: arenas.values,
+            tags: arenas.tags,
+            line_starts,
+        };
+        file.text = raw;
         if error.is_none()
-            && let Some((key, first)) = first_duplicate_key(text, &nodes)
+            && let Some((key, first)) = file.first_duplicate_key()
         {
             // Go's YAML (what Flux and kustomize use) rejects the file; so does fluxmend, keeping
             // the documents before the one with the duplicate.
-            let at = nodes[key].span.start;
-            let line = line_starts.partition_point(|&s| s <= at);
-            let first_line = line_starts.partition_point(|&s| s <= nodes[first].span.start);
-            let column = text[line_starts[line - 1]..at].chars().count() + 1;
-            let name = scalar_in(text, &nodes[key]).unwrap_or_default().to_string();
+            let at = file.node(key).span.start;
+            let (line, column) = file.line_col(at);
+            let first_line = file.line_of(file.node(first).span.start);
+            let name = file.scalar_text(key);
             error = Some(ParseError {
                 line,
                 column,
@@ -271,21 +338,52 @@ impl YamlFile {
             docs.retain(|d| d.region.end <= at);
         }
         if let (None, Some(last)) = (&error, docs.last_mut()) {
-            last.region.end = text.len();
+            last.region.end = file.text.len();
         }
-        let file = YamlFile {
-            line_ending: LineEnding::from_line_starts(text, &line_starts),
-            text: raw,
-            bom,
-            nodes,
-            docs,
-            line_starts,
-        };
+        file.docs = docs;
         (file, error)
     }
 
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id]
+    /// The node `id`, unpacked.
+    pub fn node(&self, id: NodeId) -> Node<'_> {
+        let packed = self.nodes[id as usize];
+        let payload = packed.data & PAYLOAD;
+        let kind = match packed.data >> KIND_SHIFT {
+            SCALAR => NodeKind::Scalar {
+                value: (payload & HAS_VALUE != 0).then(|| side(&self.values, id)),
+                style: SCALAR_STYLES[(payload & 0b111) as usize],
+                tag: (payload & HAS_TAG != 0).then(|| side(&self.tags, id)),
+            },
+            MAPPING => {
+                let (len, flow) = self.entries[payload as usize];
+                let first = payload as usize + 1;
+                NodeKind::Mapping {
+                    entries: &self.entries[first..first + len as usize],
+                    flow: flow != 0,
+                }
+            }
+            SEQUENCE => {
+                let header = self.items[payload as usize];
+                let first = payload as usize + 1;
+                NodeKind::Sequence {
+                    items: &self.items[first..first + (header >> 1) as usize],
+                    flow: header & 1 != 0,
+                }
+            }
+            _ => NodeKind::Alias {
+                target: payload.checked_sub(1),
+            },
+        };
+        Node {
+            kind,
+            span: Span::new(packed.start as usize, packed.end as usize),
+            dash: (packed.dash != NO_DASH).then_some(packed.dash as usize),
+        }
+    }
+
+    /// Every node id of the file, in source order of their starts (parents before children).
+    pub fn node_ids(&self) -> std::ops::Range<NodeId> {
+        0..self.nodes.len() as NodeId
     }
 
     /// The source text of a span.
@@ -295,25 +393,26 @@ impl YamlFile {
 
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
-        self.line_starts.partition_point(|&s| s <= offset)
+        line_of(&self.line_starts, offset)
     }
 
     /// 1-based (line, column in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let line = self.line_of(offset);
-        let start = self.line_starts[line - 1];
-        (line, self.text[start..offset].chars().count() + 1)
+        (
+            self.line_of(offset),
+            column_of(&self.text, &self.line_starts, offset),
+        )
     }
 
     /// Byte offset of the start of the line holding `offset`.
     pub fn line_start(&self, offset: usize) -> usize {
-        self.line_starts[self.line_of(offset) - 1]
+        self.line_starts[self.line_of(offset) - 1] as usize
     }
 
     /// Follow aliases to the node they name (a bounded walk: anchors can only name earlier nodes).
     pub fn resolve(&self, mut id: NodeId) -> Option<NodeId> {
         loop {
-            match self.nodes[id].kind {
+            match self.node(id).kind {
                 NodeKind::Alias { target: Some(t) } => id = t,
                 NodeKind::Alias { target: None } => return None,
                 _ => return Some(id),
@@ -321,16 +420,20 @@ impl YamlFile {
         }
     }
 
+    /// Entries of a mapping node, aliases followed (empty for anything else).
+    pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
+        match self.resolve(id).map(|id| self.node(id).kind) {
+            Some(NodeKind::Mapping { entries, .. }) => entries,
+            _ => &[],
+        }
+    }
+
     /// The entry of mapping `map` whose key is the scalar `key`: (key id, value id).
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
-        let map = self.resolve(map)?;
-        match &self.nodes[map].kind {
-            NodeKind::Mapping { entries, .. } => entries
-                .iter()
-                .copied()
-                .find(|&(k, _)| scalar_in(&self.text, &self.nodes[k]) == Some(key)),
-            _ => None,
-        }
+        self.entries(map)
+            .iter()
+            .copied()
+            .find(|&(k, _)| self.scalar_in(k) == Some(key))
     }
 
     /// The node at a path of mapping keys below `from`.
@@ -339,9 +442,9 @@ impl YamlFile {
             .try_fold(from, |id, key| self.entry(id, key).map(|(_, v)| v))
     }
 
-    /// Items of a sequence node (empty for anything else).
+    /// Items of a sequence node, aliases followed (empty for anything else).
     pub fn items(&self, id: NodeId) -> &[NodeId] {
-        match self.resolve(id).map(|id| &self.nodes[id].kind) {
+        match self.resolve(id).map(|id| self.node(id).kind) {
             Some(NodeKind::Sequence { items, .. }) => items,
             _ => &[],
         }
@@ -349,12 +452,28 @@ impl YamlFile {
 
     /// A node's scalar text, aliases followed.
     pub fn scalar(&self, id: NodeId) -> Option<&str> {
-        scalar_in(&self.text, &self.nodes[self.resolve(id)?])
+        self.scalar_in(self.resolve(id)?)
     }
 
     /// A scalar node's value as written there (aliases not followed; `""` for other nodes).
     pub fn scalar_text(&self, id: NodeId) -> &str {
-        scalar_in(&self.text, &self.nodes[id]).unwrap_or_default()
+        self.scalar_in(id).unwrap_or_default()
+    }
+
+    /// A scalar node's value, read from the source text when it is not stored.
+    fn scalar_in(&self, id: NodeId) -> Option<&str> {
+        let node = self.node(id);
+        let NodeKind::Scalar { value, style, .. } = node.kind else {
+            return None;
+        };
+        let span = node.span;
+        Some(match (value, style) {
+            (Some(v), _) => v,
+            (None, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) => {
+                &self.text[span.start + 1..span.end - 1]
+            }
+            (None, _) => &self.text[span.start..span.end],
+        })
     }
 
     /// Convert a node to data, expanding aliases within [`VALUE_NODE_BUDGET`].
@@ -367,9 +486,9 @@ impl YamlFile {
     /// nesting level (up to [`MAX_NESTING`]) and must fit small thread stacks even unoptimised.
     fn value_within(&self, id: NodeId, budget: &mut usize) -> Result<Value, AliasBudgetExceeded> {
         *budget = budget.checked_sub(1).ok_or(AliasBudgetExceeded)?;
-        Ok(match &self.nodes[id].kind {
+        Ok(match self.node(id).kind {
             NodeKind::Scalar { .. } => self.scalar_value(id),
-            NodeKind::Alias { target: Some(t) } => self.value_within(*t, budget)?,
+            NodeKind::Alias { target: Some(t) } => self.value_within(t, budget)?,
             NodeKind::Alias { target: None } => Value::Null,
             NodeKind::Sequence { items, .. } => self.seq_value(items, budget)?,
             NodeKind::Mapping { entries, .. } => self.map_value(entries, budget)?,
@@ -413,63 +532,67 @@ impl YamlFile {
     /// A scalar's data: null, or its text and whether it is a string by quoting or `!!str`.
     #[inline(never)]
     fn scalar_value(&self, id: NodeId) -> Value {
-        let NodeKind::Scalar { style, tag, .. } = &self.nodes[id].kind else {
+        let NodeKind::Scalar { style, tag, .. } = self.node(id).kind else {
             return Value::Null;
         };
         let value = self.scalar_text(id);
-        let is_str = tag.as_deref() == Some("tag:yaml.org,2002:str");
+        let is_str = tag == Some("tag:yaml.org,2002:str");
         match style {
             ScalarStyle::Plain if !is_str && is_null(value) => Value::Null,
             ScalarStyle::Plain => Value::Str(value.to_string(), is_str),
             _ => Value::Str(value.to_string(), true),
         }
     }
-}
 
-/// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
-/// first). Merge keys (`<<`) may repeat.
-/// A scalar node's value, read from the source `text` when it is not stored.
-fn scalar_in<'a>(text: &'a str, node: &'a Node) -> Option<&'a str> {
-    let NodeKind::Scalar { value, style, .. } = &node.kind else {
-        return None;
-    };
-    let span = node.span;
-    Some(match (value, style) {
-        (Some(v), _) => v,
-        (None, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) => {
-            &text[span.start + 1..span.end - 1]
-        }
-        (None, _) => &text[span.start..span.end],
-    })
-}
-
-fn first_duplicate_key(text: &str, nodes: &[Node]) -> Option<(NodeId, NodeId)> {
-    let mut best: Option<(NodeId, NodeId)> = None;
-    for node in nodes {
-        let NodeKind::Mapping { entries, .. } = &node.kind else {
-            continue;
-        };
-        if entries.len() < 2 {
-            continue;
-        }
+    /// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
+    /// first). Merge keys (`<<`) may repeat.
+    fn first_duplicate_key(&self) -> Option<(NodeId, NodeId)> {
+        let mut best: Option<(NodeId, NodeId)> = None;
         let mut seen: HashMap<&str, NodeId> = HashMap::new();
-        for &(k, _) in entries {
-            let Some(value) = scalar_in(text, &nodes[k]) else {
+        for id in self.node_ids() {
+            let NodeKind::Mapping { entries, .. } = self.node(id).kind else {
                 continue;
             };
-            if value == "<<" {
+            if entries.len() < 2 {
                 continue;
             }
-            if let Some(&first) = seen.get(value) {
-                if best.is_none_or(|(b, _)| nodes[k].span.start < nodes[b].span.start) {
-                    best = Some((k, first));
+            seen.clear();
+            for &(k, _) in entries {
+                let Some(value) = self.scalar_in(k) else {
+                    continue;
+                };
+                if value == "<<" {
+                    continue;
                 }
-                break;
+                if let Some(&first) = seen.get(value) {
+                    let start = |n| self.nodes[n as usize].start;
+                    if best.is_none_or(|(b, _)| start(k) < start(b)) {
+                        best = Some((k, first));
+                    }
+                    break;
+                }
+                seen.insert(value, k);
             }
-            seen.insert(value, k);
         }
+        best
     }
-    best
+}
+
+/// The stored side value of node `id` (present: its flag said so).
+fn side(table: &[(NodeId, Box<str>)], id: NodeId) -> &str {
+    table
+        .binary_search_by_key(&id, |(n, _)| *n)
+        .map_or("", |i| &table[i].1)
+}
+
+fn line_of(line_starts: &[u32], offset: usize) -> usize {
+    line_starts.partition_point(|&s| s as usize <= offset)
+}
+
+/// 1-based column, in characters, of a byte offset.
+fn column_of(text: &str, line_starts: &[u32], offset: usize) -> usize {
+    let start = line_starts[line_of(line_starts, offset) - 1] as usize;
+    text[start..offset].chars().count() + 1
 }
 
 /// Collections nested deeper than this are refused: Kubernetes objects are never this deep, and
@@ -541,20 +664,44 @@ fn is_null(s: &str) -> bool {
     matches!(s, "" | "~" | "null" | "Null" | "NULL")
 }
 
+/// A file's node storage while it is being built.
+#[derive(Default)]
+struct Arenas {
+    nodes: Vec<Packed>,
+    entries: Vec<(NodeId, NodeId)>,
+    items: Vec<NodeId>,
+    values: Vec<(NodeId, Box<str>)>,
+    tags: Vec<(NodeId, Box<str>)>,
+}
+
+impl Arenas {
+    /// Drop the spare capacity of growth: these vectors live as long as the repository.
+    fn shrink(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.items.shrink_to_fit();
+    }
+}
+
 /// An open collection while events stream in.
 struct Frame {
     id: NodeId,
-    /// A key seen, its value not yet (mappings only).
-    pending_key: Option<NodeId>,
+    mapping: bool,
+    flow: bool,
+    /// Where its children start in [`Builder::children`].
+    children: usize,
     anchor: usize,
 }
 
 struct Builder<'a> {
     text: &'a str,
-    line_starts: &'a [usize],
-    nodes: Vec<Node>,
+    line_starts: &'a [u32],
+    file: Arenas,
     docs: Vec<Document>,
     stack: Vec<Frame>,
+    /// Children of the open collections, innermost last; a collection's are moved to its arena
+    /// when it closes.
+    children: Vec<NodeId>,
     /// Anchor id (from the parser; redefinitions get new ids) to the node it names.
     anchors: HashMap<usize, NodeId>,
     doc_start: Option<usize>,
@@ -569,6 +716,7 @@ impl Builder<'_> {
         let Some(&start) = self.line_starts.get(mark.line().saturating_sub(1)) else {
             return self.text.len();
         };
+        let start = start as usize;
         let line = &self.text[start..];
         let col = mark.col();
         let line_bytes = line.find('\n').unwrap_or(line.len());
@@ -579,52 +727,59 @@ impl Builder<'_> {
     }
 
     fn in_flow(&self) -> bool {
-        self.stack.iter().any(|f| match &self.nodes[f.id].kind {
-            NodeKind::Mapping { flow, .. } | NodeKind::Sequence { flow, .. } => *flow,
-            _ => false,
-        })
+        self.stack.iter().any(|f| f.flow)
+    }
+
+    fn span(&self, id: NodeId) -> Span {
+        let n = &self.file.nodes[id as usize];
+        Span::new(n.start as usize, n.end as usize)
     }
 
     /// Where the next node starts its indicators: past the `:` of a mapping value, or the `-` of a
     /// block sequence item (recorded as the node's dash).
     fn prepare_slot(&mut self) -> Option<usize> {
         let frame = self.stack.last()?;
-        match &self.nodes[frame.id].kind {
-            NodeKind::Mapping { .. } if frame.pending_key.is_some() => {
-                if let Some(colon) = ends::find_indicator(self.text, self.cursor, b':') {
-                    self.cursor = colon + 1;
-                }
-                None
+        let pending_key = (self.children.len() - frame.children) % 2 == 1;
+        if frame.mapping && pending_key {
+            if let Some(colon) = ends::find_indicator(self.text, self.cursor, b':') {
+                self.cursor = colon + 1;
             }
-            NodeKind::Sequence { flow: false, .. } => {
-                let dash = ends::find_indicator(self.text, self.cursor, b'-');
-                if let Some(d) = dash {
-                    self.cursor = d + 1;
-                }
-                dash
+            None
+        } else if !frame.mapping && !frame.flow {
+            let dash = ends::find_indicator(self.text, self.cursor, b'-');
+            if let Some(d) = dash {
+                self.cursor = d + 1;
             }
-            _ => None,
+            dash
+        } else {
+            None
         }
     }
 
     fn attach(&mut self, id: NodeId) {
-        match self.stack.last_mut() {
-            None => self.root = Some(id),
-            Some(frame) => match &mut self.nodes[frame.id].kind {
-                NodeKind::Mapping { entries, .. } => match frame.pending_key.take() {
-                    Some(k) => entries.push((k, id)),
-                    None => frame.pending_key = Some(id),
-                },
-                NodeKind::Sequence { items, .. } => items.push(id),
-                _ => unreachable!("only collections are pushed"),
-            },
+        if self.stack.is_empty() {
+            self.root = Some(id);
+        } else {
+            self.children.push(id);
         }
-        self.cursor = self.cursor.max(self.nodes[id].span.end);
+        self.cursor = self.cursor.max(self.span(id).end);
     }
 
-    fn add(&mut self, kind: NodeKind, span: Span, dash: Option<usize>, anchor: usize) -> NodeId {
-        let id = self.nodes.len();
-        self.nodes.push(Node { kind, span, dash });
+    fn add(
+        &mut self,
+        kind: u32,
+        payload: u32,
+        span: Span,
+        dash: Option<usize>,
+        anchor: usize,
+    ) -> NodeId {
+        let id = self.file.nodes.len() as NodeId;
+        self.file.nodes.push(Packed {
+            start: span.start as u32,
+            end: span.end as u32,
+            dash: dash.map_or(NO_DASH, |d| d as u32),
+            data: kind << KIND_SHIFT | payload,
+        });
         if anchor != 0 {
             self.anchors.insert(anchor, id);
         }
@@ -658,9 +813,21 @@ impl Builder<'_> {
             }
             _ => None,
         };
-        let value = (written != Some(value.as_str())).then(|| value.into_boxed_str());
-        let tag = tag.map(String::into_boxed_str);
-        let id = self.add(NodeKind::Scalar { value, style, tag }, span, dash, anchor);
+        let stored = written != Some(value.as_str());
+        let mut payload = style as u32;
+        if stored {
+            payload |= HAS_VALUE;
+        }
+        if tag.is_some() {
+            payload |= HAS_TAG;
+        }
+        let id = self.add(SCALAR, payload, span, dash, anchor);
+        if stored {
+            self.file.values.push((id, value.into_boxed_str()));
+        }
+        if let Some(tag) = tag {
+            self.file.tags.push((id, tag.into_boxed_str()));
+        }
         self.attach(id);
     }
 
@@ -668,29 +835,22 @@ impl Builder<'_> {
         let dash = self.prepare_slot();
         let at = self.offset(mark);
         let flow = matches!(self.text.as_bytes().get(at), Some(b'[' | b'{'));
-        let kind = if mapping {
-            NodeKind::Mapping {
-                entries: Vec::new(),
-                flow,
-            }
-        } else {
-            NodeKind::Sequence {
-                items: Vec::new(),
-                flow,
-            }
-        };
         let start = if flow {
             at
         } else {
             self.cursor.max(dash.unwrap_or(0))
         };
-        let id = self.add(kind, Span::new(start, start), dash, 0);
+        // The arena index is set when the collection closes and its children are known.
+        let kind = if mapping { MAPPING } else { SEQUENCE };
+        let id = self.add(kind, 0, Span::new(start, start), dash, 0);
         if flow {
             self.cursor = at + 1;
         }
         self.stack.push(Frame {
             id,
-            pending_key: None,
+            mapping,
+            flow,
+            children: self.children.len(),
             anchor,
         });
     }
@@ -700,39 +860,44 @@ impl Builder<'_> {
             return;
         };
         let at = self.offset(mark);
-        // Children are final now: trim the vectors' spare capacity (there are millions of them).
-        let (flow, first, last) = match &mut self.nodes[frame.id].kind {
-            NodeKind::Mapping { entries, flow } => {
-                entries.shrink_to_fit();
-                (
-                    *flow,
-                    entries.first().map(|e| e.0),
-                    entries.last().map(|e| e.1),
-                )
-            }
-            NodeKind::Sequence { items, flow } => {
-                items.shrink_to_fit();
-                (*flow, items.first().copied(), items.last().copied())
-            }
-            _ => unreachable!("only collections are pushed"),
+        let children = &self.children[frame.children..];
+        let (first, last) = (children.first().copied(), children.last().copied());
+        let index = if frame.mapping {
+            let index = self.file.entries.len();
+            let pairs = children.chunks_exact(2).map(|p| (p[0], p[1]));
+            self.file.entries.push((0, frame.flow as u32));
+            self.file.entries.extend(pairs);
+            self.file.entries[index].0 = (self.file.entries.len() - index - 1) as u32;
+            index
+        } else {
+            let index = self.file.items.len();
+            self.file
+                .items
+                .push((children.len() as u32) << 1 | frame.flow as u32);
+            self.file.items.extend_from_slice(children);
+            index
         };
-        let node = &self.nodes[frame.id];
-        let span = if flow {
-            Span::new(node.span.start, (at + 1).min(self.text.len()))
+        self.children.truncate(frame.children);
+        let own = self.span(frame.id);
+        let span = if frame.flow {
+            Span::new(own.start, (at + 1).min(self.text.len()))
         } else {
             // A block collection runs from its first child (or its dash) to the end of its last
             // child; an empty value's span sits before it, so take the larger end.
-            let start = first.map_or(node.span.start, |c| {
-                let n = &self.nodes[c];
-                n.dash.unwrap_or(n.span.start)
+            let start = first.map_or(own.start, |c| {
+                let n = &self.file.nodes[c as usize];
+                (if n.dash == NO_DASH { n.start } else { n.dash }) as usize
             });
             let end = match (first, last) {
-                (Some(f), Some(l)) => self.nodes[l].span.end.max(self.nodes[f].span.end),
-                _ => node.span.start,
+                (Some(f), Some(l)) => self.span(l).end.max(self.span(f).end),
+                _ => own.start,
             };
             Span::new(start, end)
         };
-        self.nodes[frame.id].span = span;
+        let node = &mut self.file.nodes[frame.id as usize];
+        node.start = span.start as u32;
+        node.end = span.end as u32;
+        node.data |= index as u32;
         if frame.anchor != 0 {
             self.anchors.insert(frame.anchor, frame.id);
         }
@@ -763,7 +928,7 @@ impl MarkedEventReceiver for Builder<'_> {
                 if let Some(root) = self.root.take() {
                     self.docs.push(Document {
                         root,
-                        region: Span::new(self.region_start, at.max(self.nodes[root].span.end)),
+                        region: Span::new(self.region_start, at.max(self.span(root).end)),
                         start_marker: self.doc_start.take(),
                     });
                 }
@@ -788,8 +953,8 @@ impl MarkedEventReceiver for Builder<'_> {
                 let dash = self.prepare_slot();
                 let at = self.offset(&mark);
                 let end = ends::alias_end(self.text, at);
-                let target = self.anchors.get(&anchor).copied();
-                let id = self.add(NodeKind::Alias { target }, Span::new(at, end), dash, 0);
+                let target = self.anchors.get(&anchor).map_or(0, |&t| t + 1);
+                let id = self.add(ALIAS, target, Span::new(at, end), dash, 0);
                 self.attach(id);
             }
             Event::SequenceStart(anchor, _) => self.open(false, anchor, &mark),

@@ -9,7 +9,7 @@ fn parse_ok(text: &str) -> YamlFile {
 
 /// Every node's text, re-parsed on its own (indented to its column), means the node's value.
 fn assert_spans_reparse(file: &YamlFile) {
-    for (id, node) in file.nodes.iter().enumerate() {
+    for (id, node) in file.node_ids().map(|id| (id, file.node(id))) {
         if contains_alias(file, id) {
             continue;
         }
@@ -25,7 +25,7 @@ fn assert_spans_reparse(file: &YamlFile) {
         assert_eq!(err, None, "node {id} slice {slice:?} does not re-parse");
         let got = again.value(again.docs[0].root).unwrap();
         // A span excludes the node's properties, so a `!!str` tag is not in it.
-        let tagged = matches!(&node.kind, NodeKind::Scalar { tag: Some(_), .. });
+        let tagged = matches!(node.kind, NodeKind::Scalar { tag: Some(_), .. });
         if tagged {
             assert_eq!(
                 unquote(got),
@@ -39,7 +39,7 @@ fn assert_spans_reparse(file: &YamlFile) {
 }
 
 fn contains_alias(file: &YamlFile, id: NodeId) -> bool {
-    match &file.nodes[id].kind {
+    match file.node(id).kind {
         NodeKind::Alias { .. } => true,
         NodeKind::Scalar { .. } => false,
         NodeKind::Sequence { items, .. } => items.iter().any(|&i| contains_alias(file, i)),

@@ -355,7 +355,7 @@ impl Reader<'_> {
 
     fn entries(&self, map: NodeId) -> Result<Vec<(String, NodeId)>, CatalogueError> {
         let id = self.yaml.resolve(map).unwrap_or(map);
-        let NodeKind::Mapping { entries, .. } = &self.yaml.node(id).kind else {
+        let NodeKind::Mapping { entries, .. } = self.yaml.node(id).kind else {
             return Err(self.error(map, "expected a mapping".into()));
         };
         entries
@@ -372,8 +372,8 @@ impl Reader<'_> {
 
     fn list(&self, node: NodeId) -> Result<Vec<NodeId>, CatalogueError> {
         let id = self.yaml.resolve(node).unwrap_or(node);
-        match &self.yaml.node(id).kind {
-            NodeKind::Sequence { items, .. } => Ok(items.clone()),
+        match self.yaml.node(id).kind {
+            NodeKind::Sequence { items, .. } => Ok(items.to_vec()),
             _ => Err(self.error(node, "expected a list".into())),
         }
     }

@@ -7,7 +7,7 @@ use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
 use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
-use crate::parse::YamlFile;
+use crate::parse::{NodeId, YamlFile};
 
 use super::layer_split::{
     bringing_entry, copy_entry, entry_location, free_name, layer_document_head, prefix, register,
@@ -400,7 +400,7 @@ fn isolate_instance(
 /// `apiVersion`, with the old layer's settings copied verbatim.
 fn new_layer_document(
     yaml: &YamlFile,
-    root: usize,
+    root: NodeId,
     name: &str,
     path: &str,
     layer: &Layer,

@@ -540,7 +540,7 @@ fn only_resources(model: &Model, file: FileId) -> bool {
     let Some(doc) = f.yaml.docs.first() else {
         return true;
     };
-    match &f.yaml.node(doc.root).kind {
+    match f.yaml.node(doc.root).kind {
         NodeKind::Mapping { entries, .. } => entries.iter().all(|&(k, _)| {
             matches!(
                 f.yaml.scalar(k),
@@ -897,7 +897,7 @@ impl Ctx<'_, '_, '_> {
             let Some(k) = model.kustomize_dirs.get(parent_of(&f.path)) else {
                 continue;
             };
-            let NodeKind::Mapping { entries, .. } = &yaml.node(k.root).kind else {
+            let NodeKind::Mapping { entries, .. } = yaml.node(k.root).kind else {
                 continue;
             };
             let innermost = innermost_is_listing && level + 1 == levels.len();
@@ -1460,11 +1460,11 @@ fn new_layer_document(
         DependsOn::Nothing => {}
     };
     let (mut done_path, mut done_deps, mut done_wait) = (false, false, false);
-    let entries = match spec.map(|s| &yaml.node(s).kind) {
-        Some(NodeKind::Mapping { entries, .. }) => entries.clone(),
-        _ => Vec::new(),
+    let entries = match spec.map(|s| yaml.node(s).kind) {
+        Some(NodeKind::Mapping { entries, .. }) => entries,
+        _ => &[],
     };
-    for (k, v) in entries {
+    for &(k, v) in entries {
         match yaml.scalar(k).unwrap_or_default() {
             "path" => {
                 line(&format!("{indent}path: {}", edit::scalar_text(path)));

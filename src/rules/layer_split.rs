@@ -137,7 +137,7 @@ pub(super) fn free_name(model: &Model, layer: &Layer, base: &str, planned: &[Str
 /// The indentation of the entries of the layer document's `spec` mapping.
 pub(super) fn spec_indent(yaml: &YamlFile, root: NodeId) -> String {
     yaml.lookup(root, &["spec"])
-        .and_then(|s| match &yaml.node(s).kind {
+        .and_then(|s| match yaml.node(s).kind {
             NodeKind::Mapping {
                 entries,
                 flow: false,

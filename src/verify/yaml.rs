@@ -256,7 +256,7 @@ impl Gate<'_> {
             }
             return Ok(());
         }
-        match (&self.b.node(bn).kind, &self.a.node(an).kind) {
+        match (self.b.node(bn).kind, self.a.node(an).kind) {
             (
                 NodeKind::Sequence {
                     items: bi,
@@ -266,7 +266,7 @@ impl Gate<'_> {
                     items: ai,
                     flow: af,
                 },
-            ) if bf == af => self.sequence(bi, ai, *bf, sub),
+            ) if bf == af => self.sequence(bi, ai, bf, sub),
             (
                 NodeKind::Mapping {
                     entries: be,
@@ -276,7 +276,7 @@ impl Gate<'_> {
                     entries: ae,
                     flow: af,
                 },
-            ) if bf == af => self.mapping(be, ae, *bf, sub),
+            ) if bf == af => self.mapping(be, ae, bf, sub),
             (NodeKind::Sequence { .. } | NodeKind::Mapping { .. }, _) => Err(format!(
                 "{path} (line {}) changes its kind or style",
                 self.b.line_of(span.start)
