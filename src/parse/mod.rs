@@ -83,24 +83,23 @@ pub struct Node<'a> {
     pub dash: Option<usize>,
 }
 
-/// How a node is stored: 16 bytes, because a 100,000-file fleet has five million of them and
+/// How a node is stored: 12 bytes, because a 100,000-file fleet has five million of them and
 /// their size is most of fluxmend's memory. [`YamlFile::node`] unpacks it into a [`Node`].
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     start: u32,
     end: u32,
-    /// Byte of the block-sequence dash, or [`NO_DASH`].
-    dash: u32,
-    /// The kind in the top two bits; below them a scalar's style and flags, a collection's index
-    /// in its arena, or an alias's target + 1 (0: unknown anchor).
+    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags,
+    /// a collection's index in its arena, or an alias's target + 1 (0: unknown anchor).
     data: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Packed>() == 16);
+const _: () = assert!(std::mem::size_of::<Packed>() == 12);
 
-const NO_DASH: u32 = u32::MAX;
 const KIND_SHIFT: u32 = 30;
-const PAYLOAD: u32 = (1 << KIND_SHIFT) - 1;
+/// The node is an item of a block sequence; its dash is in [`YamlFile::dashes`].
+const HAS_DASH: u32 = 1 << 29;
+const PAYLOAD: u32 = HAS_DASH - 1;
 const SCALAR: u32 = 0;
 const MAPPING: u32 = 1;
 const SEQUENCE: u32 = 2;
@@ -109,9 +108,13 @@ const ALIAS: u32 = 3;
 const HAS_VALUE: u32 = 1 << 3;
 const HAS_TAG: u32 = 1 << 4;
 
-/// Files this large are refused: offsets and ids are 32 bits. The loader skips files over
-/// 8 MiB long before this.
-const MAX_TEXT: usize = 1 << 30;
+/// Files this large are refused: offsets are 32 bits and ids and arena indexes 29. The loader
+/// skips files over 8 MiB long before this.
+const MAX_TEXT: usize = 1 << 28;
+
+/// Every this many lines the line index keeps a line start; a line number is counted from the
+/// nearest one (a full table would cost 4 bytes a line for every file of a fleet).
+const LINE_BLOCK: usize = 64;
 
 /// One document of a (possibly multi-document) file.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,15 +136,18 @@ pub struct YamlFile {
     /// The file's dominant line ending, used for everything written into it.
     pub line_ending: LineEnding,
     pub docs: Vec<Document>,
-    nodes: Vec<Packed>,
+    nodes: Box<[Packed]>,
     /// Mapping children: at a mapping's index `(len, flow)`, then its `len` (key, value) pairs.
-    entries: Vec<(NodeId, NodeId)>,
+    entries: Box<[(NodeId, NodeId)]>,
     /// Sequence children: at a sequence's index `len << 1 | flow`, then its `len` items.
-    items: Vec<NodeId>,
+    items: Box<[NodeId]>,
+    /// The dash byte of each block-sequence item, by node id (ascending).
+    dashes: Box<[(NodeId, u32)]>,
     /// Scalar values that differ from their text, and tags, by node id (ascending): both rare.
-    values: Vec<(NodeId, Box<str>)>,
-    tags: Vec<(NodeId, Box<str>)>,
-    line_starts: Vec<u32>,
+    values: Box<[(NodeId, Box<str>)]>,
+    tags: Box<[(NodeId, Box<str>)]>,
+    /// The start of every [`LINE_BLOCK`]-th line.
+    line_index: Box<[u32]>,
 }
 
 /// A file's own line ending.
@@ -263,27 +269,26 @@ impl YamlFile {
             raw.drain(..'\u{feff}'.len_utf8());
         }
         if raw.len() >= MAX_TEXT {
-            raw = String::new();
-            let mut file = Self::parse_owned(raw).0;
+            let mut file = Self::parse_owned(String::new()).0;
             file.bom = bom;
             let error = ParseError {
                 line: 1,
                 column: 1,
-                message: "files of 1 GiB or more are not supported".into(),
+                message: "files of 256 MiB or more are not supported".into(),
             };
             return (file, Some(error));
         }
+        let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        scratch.clear();
         let text = raw.as_str();
-        let mut line_starts = vec![0u32];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
+        scratch.line_starts.push(0);
+        scratch
+            .line_starts
+            .extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         let mut builder = Builder {
             text,
-            line_starts: &line_starts,
-            file: Arenas::default(),
+            scratch,
             docs: Vec::new(),
-            stack: Vec::new(),
-            children: Vec::new(),
-            anchors: HashMap::new(),
             doc_start: None,
             root: None,
             cursor: 0,
@@ -296,28 +301,41 @@ impl YamlFile {
         let mut error = match lone_cr {
             // yaml-rust2 counts a lone CR as a line break, the span tree's line table does not:
             // refuse the file rather than misplace every byte after it.
-            Some(at) => Some(ParseError {
-                line: line_of(&line_starts, at),
-                column: column_of(text, &line_starts, at),
-                message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
-            }),
+            Some(at) => {
+                let line_starts = &builder.scratch.line_starts;
+                let line = line_starts.partition_point(|&s| s as usize <= at);
+                let start = line_starts[line - 1] as usize;
+                Some(ParseError {
+                    line,
+                    column: text[start..at].chars().count() + 1,
+                    message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
+                })
+            }
             None => stream_events(text, &mut builder).err(),
         };
         let mut docs = builder.docs;
-        let mut arenas = builder.file;
-        arenas.shrink();
+        let mut scratch = builder.scratch;
+        // Exact-size copies: these live as long as the repository, the scratch is reused.
         let mut file = YamlFile {
-            line_ending: LineEnding::from_line_starts(text, &line_starts),
+            line_ending: LineEnding::from_line_starts(text, &scratch.line_starts),
             text: String::new(),
             bom,
             docs: Vec::new(),
-            nodes: arenas.nodes,
-            entries: arenas.entries,
-            items: arenas.items,
-            values: arenas.values,
-            tags: arenas.tags,
-            line_starts,
+            nodes: scratch.nodes.as_slice().into(),
+            entries: scratch.entries.as_slice().into(),
+            items: scratch.items.as_slice().into(),
+            dashes: scratch.dashes.as_slice().into(),
+            values: std::mem::take(&mut scratch.values).into_boxed_slice(),
+            tags: std::mem::take(&mut scratch.tags).into_boxed_slice(),
+            line_index: scratch
+                .line_starts
+                .iter()
+                .step_by(LINE_BLOCK)
+                .copied()
+                .collect(),
         };
+        scratch.release();
+        SCRATCH.with(|s| *s.borrow_mut() = scratch);
         file.text = raw;
         if error.is_none()
             && let Some((key, first)) = file.first_duplicate_key()
@@ -377,7 +395,7 @@ impl YamlFile {
         Node {
             kind,
             span: Span::new(packed.start as usize, packed.end as usize),
-            dash: (packed.dash != NO_DASH).then_some(packed.dash as usize),
+            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.dashes, id)),
         }
     }
 
@@ -391,22 +409,37 @@ impl YamlFile {
         &self.text[span.start..span.end]
     }
 
-    /// 1-based line of a byte offset.
+    /// 1-based line of a byte offset: counted from the nearest indexed line start.
     pub fn line_of(&self, offset: usize) -> usize {
-        line_of(&self.line_starts, offset)
+        let offset = offset.min(self.text.len());
+        let block = self.line_index.partition_point(|&s| s as usize <= offset) - 1;
+        let from = self.line_index[block] as usize;
+        let newlines = self.text.as_bytes()[from..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        block * LINE_BLOCK + newlines + 1
     }
 
     /// 1-based (line, column in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let start = self.line_start(offset);
         (
             self.line_of(offset),
-            column_of(&self.text, &self.line_starts, offset),
+            self.text[start..offset.min(self.text.len())]
+                .chars()
+                .count()
+                + 1,
         )
     }
 
     /// Byte offset of the start of the line holding `offset`.
     pub fn line_start(&self, offset: usize) -> usize {
-        self.line_starts[self.line_of(offset) - 1] as usize
+        let offset = offset.min(self.text.len());
+        self.text.as_bytes()[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
     }
 
     /// Follow aliases to the node they name (a bounded walk: anchors can only name earlier nodes).
@@ -565,7 +598,7 @@ impl YamlFile {
                     continue;
                 }
                 if let Some(&first) = seen.get(value) {
-                    let start = |n| self.nodes[n as usize].start;
+                    let start = |n: NodeId| self.nodes[n as usize].start;
                     if best.is_none_or(|(b, _)| start(k) < start(b)) {
                         best = Some((k, first));
                     }
@@ -585,14 +618,11 @@ fn side(table: &[(NodeId, Box<str>)], id: NodeId) -> &str {
         .map_or("", |i| &table[i].1)
 }
 
-fn line_of(line_starts: &[u32], offset: usize) -> usize {
-    line_starts.partition_point(|&s| s as usize <= offset)
-}
-
-/// 1-based column, in characters, of a byte offset.
-fn column_of(text: &str, line_starts: &[u32], offset: usize) -> usize {
-    let start = line_starts[line_of(line_starts, offset) - 1] as usize;
-    text[start..offset].chars().count() + 1
+/// The dash byte of block-sequence item `id` (present: its flag said so).
+fn dash_of(dashes: &[(NodeId, u32)], id: NodeId) -> usize {
+    dashes
+        .binary_search_by_key(&id, |(n, _)| *n)
+        .map_or(0, |i| dashes[i].1 as usize)
 }
 
 /// Collections nested deeper than this are refused: Kubernetes objects are never this deep, and
@@ -664,22 +694,55 @@ fn is_null(s: &str) -> bool {
     matches!(s, "" | "~" | "null" | "Null" | "NULL")
 }
 
-/// A file's node storage while it is being built.
+/// A parse's working storage, kept per thread between files so that building a tree costs no
+/// growth garbage; the file keeps exact-size copies.
 #[derive(Default)]
-struct Arenas {
+struct Scratch {
     nodes: Vec<Packed>,
     entries: Vec<(NodeId, NodeId)>,
     items: Vec<NodeId>,
+    dashes: Vec<(NodeId, u32)>,
     values: Vec<(NodeId, Box<str>)>,
     tags: Vec<(NodeId, Box<str>)>,
+    line_starts: Vec<u32>,
+    stack: Vec<Frame>,
+    /// Children of the open collections, innermost last; a collection's are moved to its arena
+    /// when it closes.
+    children: Vec<NodeId>,
+    /// Anchor id (from the parser; redefinitions get new ids) to the node it names.
+    anchors: HashMap<usize, NodeId>,
 }
 
-impl Arenas {
-    /// Drop the spare capacity of growth: these vectors live as long as the repository.
-    fn shrink(&mut self) {
-        self.nodes.shrink_to_fit();
-        self.entries.shrink_to_fit();
-        self.items.shrink_to_fit();
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// Above this many nodes a scratch is not kept for the next file (one huge file must not pin
+/// its working memory to a thread for the rest of the run).
+const SCRATCH_KEEP: usize = 1 << 16;
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.nodes.clear();
+        self.entries.clear();
+        self.items.clear();
+        self.dashes.clear();
+        self.values.clear();
+        self.tags.clear();
+        self.line_starts.clear();
+        self.stack.clear();
+        self.children.clear();
+        self.anchors.clear();
+    }
+
+    /// Forget the storage of an unusually large file.
+    fn release(&mut self) {
+        if self.nodes.capacity() > SCRATCH_KEEP
+            || self.line_starts.capacity() > SCRATCH_KEEP
+            || self.entries.capacity() > SCRATCH_KEEP
+        {
+            *self = Scratch::default();
+        }
     }
 }
 
@@ -688,22 +751,15 @@ struct Frame {
     id: NodeId,
     mapping: bool,
     flow: bool,
-    /// Where its children start in [`Builder::children`].
+    /// Where its children start in [`Scratch::children`].
     children: usize,
     anchor: usize,
 }
 
 struct Builder<'a> {
     text: &'a str,
-    line_starts: &'a [u32],
-    file: Arenas,
+    scratch: Scratch,
     docs: Vec<Document>,
-    stack: Vec<Frame>,
-    /// Children of the open collections, innermost last; a collection's are moved to its arena
-    /// when it closes.
-    children: Vec<NodeId>,
-    /// Anchor id (from the parser; redefinitions get new ids) to the node it names.
-    anchors: HashMap<usize, NodeId>,
     doc_start: Option<usize>,
     root: Option<NodeId>,
     /// Position after the last structure consumed; the next node's indicators are searched from here.
@@ -713,7 +769,8 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn offset(&self, mark: &Marker) -> usize {
-        let Some(&start) = self.line_starts.get(mark.line().saturating_sub(1)) else {
+        let line_starts = &self.scratch.line_starts;
+        let Some(&start) = line_starts.get(mark.line().saturating_sub(1)) else {
             return self.text.len();
         };
         let start = start as usize;
@@ -727,19 +784,19 @@ impl Builder<'_> {
     }
 
     fn in_flow(&self) -> bool {
-        self.stack.iter().any(|f| f.flow)
+        self.scratch.stack.iter().any(|f| f.flow)
     }
 
     fn span(&self, id: NodeId) -> Span {
-        let n = &self.file.nodes[id as usize];
+        let n = &self.scratch.nodes[id as usize];
         Span::new(n.start as usize, n.end as usize)
     }
 
     /// Where the next node starts its indicators: past the `:` of a mapping value, or the `-` of a
     /// block sequence item (recorded as the node's dash).
     fn prepare_slot(&mut self) -> Option<usize> {
-        let frame = self.stack.last()?;
-        let pending_key = (self.children.len() - frame.children) % 2 == 1;
+        let frame = self.scratch.stack.last()?;
+        let pending_key = (self.scratch.children.len() - frame.children) % 2 == 1;
         if frame.mapping && pending_key {
             if let Some(colon) = ends::find_indicator(self.text, self.cursor, b':') {
                 self.cursor = colon + 1;
@@ -757,10 +814,10 @@ impl Builder<'_> {
     }
 
     fn attach(&mut self, id: NodeId) {
-        if self.stack.is_empty() {
+        if self.scratch.stack.is_empty() {
             self.root = Some(id);
         } else {
-            self.children.push(id);
+            self.scratch.children.push(id);
         }
         self.cursor = self.cursor.max(self.span(id).end);
     }
@@ -773,15 +830,20 @@ impl Builder<'_> {
         dash: Option<usize>,
         anchor: usize,
     ) -> NodeId {
-        let id = self.file.nodes.len() as NodeId;
-        self.file.nodes.push(Packed {
+        let scratch = &mut self.scratch;
+        let id = scratch.nodes.len() as NodeId;
+        let mut data = kind << KIND_SHIFT | payload;
+        if let Some(dash) = dash {
+            data |= HAS_DASH;
+            scratch.dashes.push((id, dash as u32));
+        }
+        scratch.nodes.push(Packed {
             start: span.start as u32,
             end: span.end as u32,
-            dash: dash.map_or(NO_DASH, |d| d as u32),
-            data: kind << KIND_SHIFT | payload,
+            data,
         });
         if anchor != 0 {
-            self.anchors.insert(anchor, id);
+            scratch.anchors.insert(anchor, id);
         }
         id
     }
@@ -823,10 +885,10 @@ impl Builder<'_> {
         }
         let id = self.add(SCALAR, payload, span, dash, anchor);
         if stored {
-            self.file.values.push((id, value.into_boxed_str()));
+            self.scratch.values.push((id, value.into_boxed_str()));
         }
         if let Some(tag) = tag {
-            self.file.tags.push((id, tag.into_boxed_str()));
+            self.scratch.tags.push((id, tag.into_boxed_str()));
         }
         self.attach(id);
     }
@@ -846,38 +908,40 @@ impl Builder<'_> {
         if flow {
             self.cursor = at + 1;
         }
-        self.stack.push(Frame {
+        let children = self.scratch.children.len();
+        self.scratch.stack.push(Frame {
             id,
             mapping,
             flow,
-            children: self.children.len(),
+            children,
             anchor,
         });
     }
 
     fn close(&mut self, mark: &Marker) {
-        let Some(frame) = self.stack.pop() else {
+        let Some(frame) = self.scratch.stack.pop() else {
             return;
         };
         let at = self.offset(mark);
-        let children = &self.children[frame.children..];
+        let scratch = &mut self.scratch;
+        let children = &scratch.children[frame.children..];
         let (first, last) = (children.first().copied(), children.last().copied());
         let index = if frame.mapping {
-            let index = self.file.entries.len();
+            let index = scratch.entries.len();
             let pairs = children.chunks_exact(2).map(|p| (p[0], p[1]));
-            self.file.entries.push((0, frame.flow as u32));
-            self.file.entries.extend(pairs);
-            self.file.entries[index].0 = (self.file.entries.len() - index - 1) as u32;
+            scratch.entries.push((0, frame.flow as u32));
+            scratch.entries.extend(pairs);
+            scratch.entries[index].0 = (scratch.entries.len() - index - 1) as u32;
             index
         } else {
-            let index = self.file.items.len();
-            self.file
+            let index = scratch.items.len();
+            scratch
                 .items
                 .push((children.len() as u32) << 1 | frame.flow as u32);
-            self.file.items.extend_from_slice(children);
+            scratch.items.extend_from_slice(children);
             index
         };
-        self.children.truncate(frame.children);
+        scratch.children.truncate(frame.children);
         let own = self.span(frame.id);
         let span = if frame.flow {
             Span::new(own.start, (at + 1).min(self.text.len()))
@@ -885,8 +949,12 @@ impl Builder<'_> {
             // A block collection runs from its first child (or its dash) to the end of its last
             // child; an empty value's span sits before it, so take the larger end.
             let start = first.map_or(own.start, |c| {
-                let n = &self.file.nodes[c as usize];
-                (if n.dash == NO_DASH { n.start } else { n.dash }) as usize
+                let n = self.scratch.nodes[c as usize];
+                if n.data & HAS_DASH != 0 {
+                    dash_of(&self.scratch.dashes, c)
+                } else {
+                    n.start as usize
+                }
             });
             let end = match (first, last) {
                 (Some(f), Some(l)) => self.span(l).end.max(self.span(f).end),
@@ -894,12 +962,12 @@ impl Builder<'_> {
             };
             Span::new(start, end)
         };
-        let node = &mut self.file.nodes[frame.id as usize];
+        let node = &mut self.scratch.nodes[frame.id as usize];
         node.start = span.start as u32;
         node.end = span.end as u32;
         node.data |= index as u32;
         if frame.anchor != 0 {
-            self.anchors.insert(frame.anchor, frame.id);
+            self.scratch.anchors.insert(frame.anchor, frame.id);
         }
         self.attach(frame.id);
     }
@@ -953,7 +1021,7 @@ impl MarkedEventReceiver for Builder<'_> {
                 let dash = self.prepare_slot();
                 let at = self.offset(&mark);
                 let end = ends::alias_end(self.text, at);
-                let target = self.anchors.get(&anchor).map_or(0, |&t| t + 1);
+                let target = self.scratch.anchors.get(&anchor).map_or(0, |&t| t + 1);
                 let id = self.add(ALIAS, target, Span::new(at, end), dash, 0);
                 self.attach(id);
             }

@@ -389,3 +389,42 @@ proptest! {
         assert_spans_reparse(&file);
     }
 }
+
+/// Lines are counted from a sparse index: every offset, across several index blocks, CRLF and
+/// multi-byte characters included, gets the line, column and line start a full scan gives.
+#[test]
+fn line_numbers_match_a_full_scan() {
+    let mut text = String::new();
+    for i in 0..(3 * LINE_BLOCK + 7) {
+        let ending = if i % 3 == 0 { "\r\n" } else { "\n" };
+        let line = match i % 4 {
+            0 => format!("k{i}: v{i}"),
+            1 => format!("é{i}: \"ü\""),
+            2 => String::new(),
+            _ => format!("# comment {i}"),
+        };
+        text.push_str(&line);
+        text.push_str(ending);
+    }
+    text.push_str("last: line");
+    let file = parse_ok(&text);
+    let (mut line, mut start) = (1, 0);
+    for offset in 0..=text.len() {
+        if !text.is_char_boundary(offset) {
+            continue;
+        }
+        if offset > 0 && text.as_bytes()[offset - 1] == b'\n' {
+            line += 1;
+            start = offset;
+        }
+        let column = text[start..offset].chars().count() + 1;
+        assert_eq!(file.line_of(offset), line, "line of {offset}");
+        assert_eq!(file.line_start(offset), start, "line start of {offset}");
+        assert_eq!(
+            file.line_col(offset),
+            (line, column),
+            "line/col of {offset}"
+        );
+    }
+    assert_eq!(file.line_of(text.len() + 10), line);
+}
