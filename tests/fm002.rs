@@ -64,7 +64,7 @@ fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
     let mut analysis = Analysis::new(&model);
     let runners: Vec<String> = (0..model.objects.len())
         .filter(|&i| analysis.disposable(i).is_some())
-        .map(|i| model.object(i).key.name.clone())
+        .map(|i| model.object(i).key.name.to_string())
         .collect();
     assert_eq!(runners, ["forgejo-runner", "forgejo-runner-host"]);
 }

@@ -64,10 +64,10 @@ fn model_keys(rendered: &[Rendered]) -> Vec<Key> {
         .map(|r| {
             let k = &r.key;
             (
-                k.api_version.clone(),
-                k.kind.clone(),
-                k.namespace.clone().unwrap_or_default(),
-                k.name.clone(),
+                k.api_version.to_string(),
+                k.kind.to_string(),
+                k.namespace.as_deref().unwrap_or_default().to_string(),
+                k.name.to_string(),
             )
         })
         .collect();

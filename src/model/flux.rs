@@ -9,7 +9,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{NodeId, YamlFile};
 
 use super::kustomize::{RefTarget, Rendered, Renderer, Transform, check_unique, display_dir};
-use super::{Model, ModelOptions, ObjectIdx, ObjectKey, join};
+use super::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, join};
 
 /// Index of a layer in [`Model::layers`].
 pub type LayerId = usize;
@@ -59,7 +59,7 @@ impl HealthCheck {
             && self
                 .namespace
                 .as_ref()
-                .is_none_or(|ns| Some(ns) == key.namespace.as_ref())
+                .is_none_or(|ns| key.namespace.as_ref().is_some_and(|k| k == ns))
     }
 }
 
@@ -157,8 +157,8 @@ fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
     let namespace = obj
         .key
         .namespace
-        .clone()
-        .unwrap_or_else(|| "flux-system".into());
+        .as_ref()
+        .map_or_else(|| "flux-system".into(), Name::to_string);
     Some(Sync {
         instance: idx,
         kind: get("kind").unwrap_or_else(|| "GitRepository".into()),
@@ -180,14 +180,12 @@ impl Model<'_> {
         }
         let kind = scalar(&["spec", "chartRef", "kind"])?;
         let name = scalar(&["spec", "chartRef", "name"])?;
-        let namespace = scalar(&["spec", "chartRef", "namespace"])
-            .map(str::to_string)
-            .or_else(|| obj.key.namespace.clone());
+        let namespace = scalar(&["spec", "chartRef", "namespace"]).or(obj.key.namespace.as_deref());
         let target = self.objects.iter().find(|o| {
             o.key.kind == kind
                 && o.key.name == name
                 && (namespace.is_none()
-                    || o.key.namespace == namespace
+                    || o.key.namespace.as_deref() == namespace
                     || o.key.namespace.is_none())
         })?;
         let tyaml = &self.repo.file(target.file).yaml;
@@ -239,7 +237,7 @@ fn layer_from_object(
     let spec = yaml.lookup(obj.root, &["spec"]);
     let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
     let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
-    let namespace = key.namespace.clone().unwrap_or_else(|| "default".into());
+    let namespace = key.namespace.as_deref().unwrap_or("default").to_string();
     let field = |item: NodeId, k: &str| {
         yaml.lookup(item, &[k])
             .and_then(|n| yaml.scalar(n))
@@ -273,7 +271,7 @@ fn layer_from_object(
     Layer {
         id: LayerRef {
             namespace: namespace.clone(),
-            name: key.name.clone(),
+            name: key.name.to_string(),
         },
         object: Some(idx),
         created_by_instance: None,
@@ -672,7 +670,7 @@ impl Builder<'_, '_> {
                     inventory.extend(self.renderer.render_ref(&r, &[comp.file])?);
                 }
                 let t = Transform {
-                    namespace: comp.namespace.as_deref(),
+                    namespace: comp.namespace.as_deref().map(Name::from),
                     prefix: &comp.name_prefix,
                     suffix: &comp.name_suffix,
                 };
@@ -683,7 +681,7 @@ impl Builder<'_, '_> {
         let prefix = scalar("namePrefix").unwrap_or_default();
         let suffix = scalar("nameSuffix").unwrap_or_default();
         let t = Transform {
-            namespace: target_namespace.as_deref(),
+            namespace: target_namespace.map(Name::from),
             prefix: &prefix,
             suffix: &suffix,
         };

@@ -9,7 +9,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo};
 use crate::parse::{NodeId, YamlFile};
 
-use super::{Object, ObjectKey, join};
+use super::{Name, Object, ObjectKey, join};
 
 /// One generated object, before it is placed in the model's object list.
 pub(super) struct Generated {
@@ -100,8 +100,10 @@ pub(super) fn generate(
                     key: ObjectKey {
                         api_version: "v1".into(),
                         kind: kind.into(),
-                        namespace: text(&["namespace"]).filter(|n| !n.is_empty()),
-                        name,
+                        namespace: text(&["namespace"])
+                            .filter(|n| !n.is_empty())
+                            .map(Name::from),
+                        name: name.into(),
                     },
                     encrypted: false,
                 },

@@ -9,7 +9,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::FileId;
 use crate::parse::NodeId;
 
-use super::{Model, ObjectIdx, ObjectKey, join};
+use super::{Model, Name, ObjectIdx, ObjectKey, join};
 
 /// File names kustomize recognises as a directory's kustomization, in its order of precedence.
 pub const KUSTOMIZATION_FILE_NAMES: &[&str] =
@@ -287,7 +287,7 @@ fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
 /// Identity transformers applied on top of a set of rendered objects.
 #[derive(Clone, Debug, Default)]
 pub struct Transform<'a> {
-    pub namespace: Option<&'a str>,
+    pub namespace: Option<Name>,
     pub prefix: &'a str,
     pub suffix: &'a str,
 }
@@ -295,17 +295,17 @@ pub struct Transform<'a> {
 impl Transform<'_> {
     pub fn apply(&self, rendered: &mut Rendered) {
         let key = &mut rendered.key;
-        if let Some(ns) = self.namespace {
+        if let Some(ns) = &self.namespace {
             if key.kind == "Namespace" && key.api_version == "v1" {
-                key.name = ns.to_string();
+                key.name = ns.clone();
             } else if is_namespaced(&key.api_version, &key.kind) {
-                key.namespace = Some(ns.to_string());
+                key.namespace = Some(ns.clone());
             }
         }
         if !keeps_its_name(key) {
             let hash = rendered.hash_suffix.as_deref().unwrap_or("");
             let base = key.name.strip_suffix(hash).unwrap_or(&key.name);
-            key.name = format!("{}{base}{}{hash}", self.prefix, self.suffix);
+            key.name = format!("{}{base}{}{hash}", self.prefix, self.suffix).into();
         }
     }
 }
@@ -374,7 +374,9 @@ impl<'m, 'r> Renderer<'m, 'r> {
         }
         for (object, hash_suffix) in &k.generated {
             let mut key = self.model.objects[*object].key.clone();
-            key.name.push_str(hash_suffix.as_deref().unwrap_or(""));
+            if let Some(hash) = hash_suffix {
+                key.name = format!("{}{hash}", key.name).into();
+            }
             out.push(Rendered {
                 object: *object,
                 key,
@@ -393,7 +395,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 return Err(format!("component {} has no kustomization file", cdir));
             };
             let transform = Transform {
-                namespace: comp.namespace.as_deref(),
+                namespace: comp.namespace.as_deref().map(Name::from),
                 prefix: &comp.name_prefix,
                 suffix: &comp.name_suffix,
             };
@@ -405,7 +407,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             out.iter_mut().for_each(|o| transform.apply(o));
         }
         let transform = Transform {
-            namespace: k.namespace.as_deref(),
+            namespace: k.namespace.as_deref().map(Name::from),
             prefix: &k.name_prefix,
             suffix: &k.name_suffix,
         };

@@ -14,7 +14,7 @@ pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,
     display_dir, is_namespaced,
 };
-pub use objects::{Object, ObjectIdx, ObjectKey};
+pub use objects::{Name, Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};
 
 use std::collections::HashMap;

@@ -1,6 +1,7 @@
 //! Kubernetes objects as written: identity and provenance of every document that has one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -11,14 +12,114 @@ use crate::parse::NodeId;
 /// Index of an object in [`super::Model::objects`].
 pub type ObjectIdx = usize;
 
+/// A name, kind, namespace or apiVersion shared between an object and every rendering of it:
+/// a clone costs a reference count, not an allocation (a fleet renders each object once per
+/// kustomization level, and thousands of objects share a kind or a namespace).
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(s.into())
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Self {
+        Name(s.into())
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// Hands out one shared [`Name`] per distinct text.
+#[derive(Default)]
+pub(super) struct Names(HashSet<Name>);
+
+impl Names {
+    pub(super) fn get(&mut self, text: &str) -> Name {
+        if let Some(name) = self.0.get(text) {
+            return name.clone();
+        }
+        let name = Name::from(text);
+        self.0.insert(name.clone());
+        name
+    }
+}
+
 /// An object's identity as Kubernetes and kustomize key it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct ObjectKey {
     #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: Option<String>,
-    pub name: String,
+    pub api_version: Name,
+    pub kind: Name,
+    pub namespace: Option<Name>,
+    pub name: Name,
 }
 
 impl ObjectKey {
@@ -64,14 +165,12 @@ pub(super) fn extract(
 ) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
     let mut objects = Vec::new();
     let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::new();
+    let mut names = Names::default();
     for (file_id, file) in repo.files.iter().enumerate() {
         let yaml = &file.yaml;
         for (doc_idx, doc) in yaml.docs.iter().enumerate() {
-            let scalar = |node: NodeId, keys: &[&str]| {
-                yaml.lookup(node, keys)
-                    .and_then(|n| yaml.scalar(n))
-                    .map(str::to_string)
-            };
+            let scalar =
+                |node: NodeId, keys: &[&str]| yaml.lookup(node, keys).and_then(|n| yaml.scalar(n));
             let (Some(api_version), Some(kind)) = (
                 scalar(doc.root, &["apiVersion"]),
                 scalar(doc.root, &["kind"]),
@@ -127,10 +226,10 @@ pub(super) fn extract(
                     root,
                     line,
                     key: ObjectKey {
-                        api_version,
-                        kind,
-                        namespace,
-                        name,
+                        api_version: names.get(api_version),
+                        kind: names.get(kind),
+                        namespace: namespace.map(|n| names.get(n)),
+                        name: Name::from(name),
                     },
                     encrypted,
                 });

@@ -266,7 +266,7 @@ impl Catalogue {
         if let Some(rule) = self
             .kinds
             .iter()
-            .find(|k| k.group == group && k.names.contains(&obj.key.kind))
+            .find(|k| k.group == group && k.names.iter().any(|n| *n == obj.key.kind))
         {
             return Some(format!("{} ({})", obj.key.kind, rule.reason));
         }
@@ -520,11 +520,11 @@ fn chart_source_url(model: &Model, idx: ObjectIdx) -> Option<String> {
                 scalar(&["spec", "chartRef", "namespace"]),
             )
         };
-    let ns = ns.map(str::to_string).or_else(|| obj.key.namespace.clone());
+    let ns = ns.or(obj.key.namespace.as_deref());
     let target = model.objects.iter().find(|o| {
         o.key.kind == kind
             && o.key.name == name
-            && (ns.is_none() || o.key.namespace == ns || o.key.namespace.is_none())
+            && (ns.is_none() || o.key.namespace.as_deref() == ns || o.key.namespace.is_none())
     })?;
     let tyaml = &model.repo.file(target.file).yaml;
     tyaml
@@ -647,7 +647,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
             return false;
         }
         let name = self.model.object(to.object).key.name.clone();
-        self.scalars(from.object).contains(&name)
+        self.scalars(from.object).contains(name.as_str())
     }
 
     fn cluster(&mut self, cluster: usize) -> Rc<Cluster> {
@@ -691,7 +691,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         let c = self.cluster(cluster);
         let name = &self.model.object(to.object).key.name;
         let mut out = Vec::new();
-        for &i in c.mentions.get(name).map_or(&[][..], Vec::as_slice) {
+        for &i in c.mentions.get(name.as_str()).map_or(&[][..], Vec::as_slice) {
             let e = c.entries[i];
             if self.refers(self.rendered(&e), to) {
                 out.push(e);

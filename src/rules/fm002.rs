@@ -8,8 +8,8 @@ use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::{FileId, parent_of};
 use crate::model::{
-    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, ObjectIdx, ObjectKey, RefTarget,
-    Rendered, Renderer, Variant, display_dir, join,
+    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, Name, ObjectIdx, ObjectKey,
+    RefTarget, Rendered, Renderer, Variant, display_dir, join,
 };
 use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
@@ -78,10 +78,10 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     name: String::new(),
                 },
                 object: ObjectKey {
-                    api_version: String::new(),
-                    kind: String::new(),
+                    api_version: Name::default(),
+                    kind: Name::default(),
                     namespace: None,
-                    name: String::new(),
+                    name: Name::default(),
                 },
                 blocked_layers: Vec::new(),
                 masked_objects: 0,

@@ -310,10 +310,10 @@ pub fn check(
                 for (_, r) in l.inventory() {
                     excluded.insert((
                         l.cluster,
-                        r.key.api_version.clone(),
-                        r.key.kind.clone(),
-                        r.key.namespace.clone().unwrap_or_default(),
-                        r.key.name.clone(),
+                        r.key.api_version.to_string(),
+                        r.key.kind.to_string(),
+                        r.key.namespace.as_deref().unwrap_or_default().to_string(),
+                        r.key.name.to_string(),
                     ));
                 }
             }

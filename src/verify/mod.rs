@@ -47,7 +47,9 @@ fn rendered_multiset(
         for (_, r) in layer.inventory() {
             let is_flux_layer =
                 r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-            if is_flux_layer && skip_layer_objects.contains(&(layer.cluster, r.key.name.clone())) {
+            if is_flux_layer
+                && skip_layer_objects.contains(&(layer.cluster, r.key.name.to_string()))
+            {
                 continue;
             }
             let obj = model.object(r.object);
