@@ -287,6 +287,7 @@ impl YamlFile {
             .extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         let mut builder = Builder {
             text,
+            ascii: text.is_ascii(),
             scratch,
             docs: Vec::new(),
             doc_start: None,
@@ -582,29 +583,40 @@ impl YamlFile {
     fn first_duplicate_key(&self) -> Option<(NodeId, NodeId)> {
         let mut best: Option<(NodeId, NodeId)> = None;
         let mut seen: HashMap<&str, NodeId> = HashMap::new();
-        for id in self.node_ids() {
-            let NodeKind::Mapping { entries, .. } = self.node(id).kind else {
-                continue;
-            };
+        let mut keys: Vec<(&str, NodeId)> = Vec::new();
+        // Every mapping's entries, straight from the arena: a header, then its pairs.
+        let mut at = 0;
+        while let Some(&(len, _)) = self.entries.get(at) {
+            let entries = &self.entries[at + 1..at + 1 + len as usize];
+            at += 1 + len as usize;
             if entries.len() < 2 {
                 continue;
             }
-            seen.clear();
-            for &(k, _) in entries {
-                let Some(value) = self.scalar_in(k) else {
-                    continue;
-                };
-                if value == "<<" {
-                    continue;
+            keys.clear();
+            keys.extend(
+                entries
+                    .iter()
+                    .filter_map(|&(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
+            );
+            // Most mappings are small: comparing pairs is cheaper than hashing.
+            let duplicate = if keys.len() <= 16 {
+                (1..keys.len()).find_map(|i| {
+                    let (value, k) = keys[i];
+                    keys[..i]
+                        .iter()
+                        .find(|(v, _)| *v == value)
+                        .map(|&(_, first)| (k, first))
+                })
+            } else {
+                seen.clear();
+                keys.iter()
+                    .find_map(|&(value, k)| seen.insert(value, k).map(|first| (k, first)))
+            };
+            if let Some((k, first)) = duplicate {
+                let start = |n: NodeId| self.nodes[n as usize].start;
+                if best.is_none_or(|(b, _)| start(k) < start(b)) {
+                    best = Some((k, first));
                 }
-                if let Some(&first) = seen.get(value) {
-                    let start = |n: NodeId| self.nodes[n as usize].start;
-                    if best.is_none_or(|(b, _)| start(k) < start(b)) {
-                        best = Some((k, first));
-                    }
-                    break;
-                }
-                seen.insert(value, k);
             }
         }
         best
@@ -758,6 +770,8 @@ struct Frame {
 
 struct Builder<'a> {
     text: &'a str,
+    /// The whole text is ASCII, so a marker's column is a byte offset in its line.
+    ascii: bool,
     scratch: Scratch,
     docs: Vec<Document>,
     doc_start: Option<usize>,
@@ -770,12 +784,20 @@ struct Builder<'a> {
 impl Builder<'_> {
     fn offset(&self, mark: &Marker) -> usize {
         let line_starts = &self.scratch.line_starts;
-        let Some(&start) = line_starts.get(mark.line().saturating_sub(1)) else {
+        let line_index = mark.line().saturating_sub(1);
+        let Some(&start) = line_starts.get(line_index) else {
             return self.text.len();
         };
         let start = start as usize;
-        let line = &self.text[start..];
         let col = mark.col();
+        if self.ascii {
+            // Columns are bytes: no need to look at the line.
+            let end = line_starts
+                .get(line_index + 1)
+                .map_or(self.text.len(), |&next| next as usize - 1);
+            return start + col.min(end - start);
+        }
+        let line = &self.text[start..];
         let line_bytes = line.find('\n').unwrap_or(line.len());
         if line.as_bytes()[..line_bytes].is_ascii() {
             return start + col.min(line_bytes);

@@ -428,3 +428,33 @@ fn line_numbers_match_a_full_scan() {
     }
     assert_eq!(file.line_of(text.len() + 10), line);
 }
+
+/// Duplicate keys are refused in small and large mappings alike (pairwise and hashed paths),
+/// the first duplicate by position is the one reported, and merge keys may repeat.
+#[test]
+fn duplicate_keys_are_found_in_small_and_large_mappings() {
+    let error_of = |text: &str| YamlFile::parse(text).1.map(|e| (e.line, e.message));
+    let small = "a: 1\nb: 2\na: 3\n";
+    let (line, message) = error_of(small).unwrap();
+    assert_eq!(line, 3);
+    assert!(
+        message.contains("`a` already defined at line 1"),
+        "{message}"
+    );
+
+    let mut large: String = (0..30).map(|i| format!("k{i}: {i}\n")).collect();
+    large.push_str("k7: again\nk3: again\n");
+    let (line, message) = error_of(&large).unwrap();
+    assert_eq!(line, 31);
+    assert!(
+        message.contains("`k7` already defined at line 8"),
+        "{message}"
+    );
+
+    // Two mappings with duplicates: the earlier duplicate wins, wherever its mapping starts.
+    let nested = "outer:\n  x: 1\n  y: 2\n  x: 3\nlater:\n  p: 1\n  p: 2\n";
+    assert_eq!(error_of(nested).unwrap().0, 4);
+
+    let merges = "base: &b {a: 1}\nother: &o {c: 2}\nm:\n  <<: *b\n  <<: *o\n  d: 4\n";
+    assert_eq!(error_of(merges), None);
+}
