@@ -43,6 +43,13 @@ const FLUX_DEFAULT_IGNORES: &[&str] = &[
     "**/.flux.yaml",
 ];
 
+/// A path the walk found (relative to the root) and whether Flux's default ignores match it.
+struct WalkedEntry {
+    rel: String,
+    kind: std::fs::FileType,
+    default_ignored: bool,
+}
+
 /// What reading one YAML-named file gave.
 enum Loaded {
     Parsed(Arc<SourceFile>),
@@ -138,17 +145,26 @@ impl Repo {
                 )
             })
             .build_parallel();
-        // Walk in parallel (a fleet has 100,000 files to stat), then order by path.
-        let found: std::sync::Mutex<Vec<Result<(String, std::fs::FileType), String>>> =
-            Default::default();
+        // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether
+        // Flux's default ignores match is decided here too, in parallel; whether they apply is
+        // known only once every `.sourceignore` has been seen.
+        let found: std::sync::Mutex<Vec<Result<WalkedEntry, String>>> = Default::default();
         walker.run(|| {
             let found = &found;
             let root = &root;
+            let defaults = &defaults;
             Box::new(move |entry| {
                 let item = match entry {
                     Err(err) => Some(Err(format!("skipped while walking: {err}"))),
                     Ok(e) => match (e.path().strip_prefix(root), e.file_type()) {
-                        (Ok(rel), Some(kind)) => Some(Ok((rel_string(rel), kind))),
+                        (Ok(rel), Some(kind)) => Some(Ok(WalkedEntry {
+                            rel: rel_string(rel),
+                            default_ignored: matches!(
+                                defaults.matched_path_or_any_parents(e.path(), kind.is_dir()),
+                                Match::Ignore(_)
+                            ),
+                            kind,
+                        })),
                         _ => None,
                     },
                 };
@@ -158,7 +174,7 @@ impl Repo {
                 ignore::WalkState::Continue
             })
         });
-        let mut entries: Vec<(String, std::fs::FileType)> = Vec::new();
+        let mut entries: Vec<WalkedEntry> = Vec::new();
         let mut walk_errors = Vec::new();
         for item in found.into_inner().expect("no walker thread panics") {
             match item {
@@ -171,17 +187,17 @@ impl Repo {
             repo.diagnostics
                 .push(Diagnostic::new(Severity::Warning, "", message));
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         let has_sourceignore = entries
             .iter()
-            .any(|(rel, _)| rel == ".sourceignore" || rel.ends_with("/.sourceignore"));
-        for (rel, kind) in entries {
-            let ignored_by_default = !has_sourceignore
-                && matches!(
-                    defaults.matched_path_or_any_parents(root.join(&rel), kind.is_dir()),
-                    Match::Ignore(_)
-                );
-            if ignored_by_default {
+            .any(|e| e.rel == ".sourceignore" || e.rel.ends_with("/.sourceignore"));
+        for WalkedEntry {
+            rel,
+            kind,
+            default_ignored,
+        } in entries
+        {
+            if default_ignored && !has_sourceignore {
                 continue;
             }
             if kind.is_symlink() {

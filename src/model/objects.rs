@@ -3,10 +3,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::load::{FileId, Repo};
+use crate::load::{FileId, Repo, SourceFile};
 use crate::parse::NodeId;
 
 /// Index of an object in [`super::Model::objects`].
@@ -159,82 +160,117 @@ impl Object {
     }
 }
 
+/// An object as found in its file, before its names are shared.
+struct Found<'a> {
+    doc: usize,
+    root: NodeId,
+    line: usize,
+    api_version: &'a str,
+    kind: &'a str,
+    namespace: Option<&'a str>,
+    name: &'a str,
+    encrypted: bool,
+}
+
+/// Every object of every file, in file and document order, and the objects of each file. Files
+/// are read in parallel; names are shared afterwards, in order.
 pub(super) fn extract(
     repo: &Repo,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
+    let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
+        repo.files.par_iter().map(|file| objects_of(file)).collect();
     let mut objects = Vec::new();
     let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::new();
     let mut names = Names::default();
-    for (file_id, file) in repo.files.iter().enumerate() {
-        let yaml = &file.yaml;
-        for (doc_idx, doc) in yaml.docs.iter().enumerate() {
-            let scalar =
-                |node: NodeId, keys: &[&str]| yaml.lookup(node, keys).and_then(|n| yaml.scalar(n));
-            let (Some(api_version), Some(kind)) = (
-                scalar(doc.root, &["apiVersion"]),
-                scalar(doc.root, &["kind"]),
-            ) else {
-                continue;
-            };
-            if api_version.starts_with("kustomize.config.k8s.io/") {
-                continue;
-            }
-            // A `v1 List` is its items to kustomize.
-            let roots: Vec<NodeId> = if kind == "List" && api_version == "v1" {
-                yaml.lookup(doc.root, &["items"])
-                    .map(|items| yaml.items(items).to_vec())
-                    .unwrap_or_default()
-            } else {
-                vec![doc.root]
-            };
-            for root in roots {
-                let line = yaml.line_of(yaml.node(root).span.start);
-                let (Some(api_version), Some(kind)) =
-                    (scalar(root, &["apiVersion"]), scalar(root, &["kind"]))
-                else {
-                    diagnostics.push(
-                        Diagnostic::new(
-                            Severity::Warning,
-                            &file.path,
-                            "a List item has no apiVersion or kind".into(),
-                        )
-                        .at(line, 1),
-                    );
-                    continue;
-                };
-                let Some(name) = scalar(root, &["metadata", "name"]).filter(|n| !n.is_empty())
-                else {
-                    diagnostics.push(
-                        Diagnostic::new(
-                            Severity::Warning,
-                            &file.path,
-                            format!(
-                                "{kind} has no metadata.name; not an object kustomize can apply"
-                            ),
-                        )
-                        .at(line, 1),
-                    );
-                    continue;
-                };
-                let namespace = scalar(root, &["metadata", "namespace"]).filter(|n| !n.is_empty());
-                let encrypted = yaml.entry(root, "sops").is_some();
-                by_file.entry(file_id).or_default().push(objects.len());
-                objects.push(Object {
-                    file: file_id,
-                    doc: doc_idx,
-                    root,
-                    line,
-                    key: ObjectKey {
-                        api_version: names.get(api_version),
-                        kind: names.get(kind),
-                        namespace: namespace.map(|n| names.get(n)),
-                        name: Name::from(name),
-                    },
-                    encrypted,
-                });
-            }
+    for (file_id, (found, diags)) in per_file.into_iter().enumerate() {
+        diagnostics.extend(diags);
+        if found.is_empty() {
+            continue;
         }
+        by_file.insert(
+            file_id,
+            (objects.len()..objects.len() + found.len()).collect(),
+        );
+        objects.extend(found.into_iter().map(|f| Object {
+            file: file_id,
+            doc: f.doc,
+            root: f.root,
+            line: f.line,
+            key: ObjectKey {
+                api_version: names.get(f.api_version),
+                kind: names.get(f.kind),
+                namespace: f.namespace.map(|n| names.get(n)),
+                name: Name::from(f.name),
+            },
+            encrypted: f.encrypted,
+        }));
     }
     (objects, by_file)
+}
+
+/// The objects of one file, and what made a document not one.
+fn objects_of(file: &SourceFile) -> (Vec<Found<'_>>, Vec<Diagnostic>) {
+    let mut found = Vec::new();
+    let mut diagnostics = Vec::new();
+    let yaml = &file.yaml;
+    for (doc_idx, doc) in yaml.docs.iter().enumerate() {
+        let scalar =
+            |node: NodeId, keys: &[&str]| yaml.lookup(node, keys).and_then(|n| yaml.scalar(n));
+        let (Some(api_version), Some(kind)) = (
+            scalar(doc.root, &["apiVersion"]),
+            scalar(doc.root, &["kind"]),
+        ) else {
+            continue;
+        };
+        if api_version.starts_with("kustomize.config.k8s.io/") {
+            continue;
+        }
+        // A `v1 List` is its items to kustomize.
+        let roots: Vec<NodeId> = if kind == "List" && api_version == "v1" {
+            yaml.lookup(doc.root, &["items"])
+                .map(|items| yaml.items(items).to_vec())
+                .unwrap_or_default()
+        } else {
+            vec![doc.root]
+        };
+        for root in roots {
+            let line = yaml.line_of(yaml.node(root).span.start);
+            let (Some(api_version), Some(kind)) =
+                (scalar(root, &["apiVersion"]), scalar(root, &["kind"]))
+            else {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Warning,
+                        &file.path,
+                        "a List item has no apiVersion or kind".into(),
+                    )
+                    .at(line, 1),
+                );
+                continue;
+            };
+            let Some(name) = scalar(root, &["metadata", "name"]).filter(|n| !n.is_empty()) else {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Warning,
+                        &file.path,
+                        format!("{kind} has no metadata.name; not an object kustomize can apply"),
+                    )
+                    .at(line, 1),
+                );
+                continue;
+            };
+            found.push(Found {
+                doc: doc_idx,
+                root,
+                line,
+                api_version,
+                kind,
+                namespace: scalar(root, &["metadata", "namespace"]).filter(|n| !n.is_empty()),
+                name,
+                encrypted: yaml.entry(root, "sops").is_some(),
+            });
+        }
+    }
+    (found, diagnostics)
 }
