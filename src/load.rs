@@ -1,13 +1,14 @@
 //! Load: walk a repository the way Flux packages it (its ignore rules), read the YAML files and
 //! parse them, and set aside — with a note, not an error — what is not Kubernetes YAML.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{Match, WalkBuilder};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
@@ -125,9 +126,9 @@ impl Repo {
             files: Vec::new(),
             dirs: BTreeSet::new(),
             diagnostics: Vec::new(),
-            by_path: HashMap::new(),
-            dir_files: HashMap::new(),
-            dir_children: HashMap::new(),
+            by_path: HashMap::default(),
+            dir_files: HashMap::default(),
+            dir_children: HashMap::default(),
             other_files: BTreeSet::new(),
         };
         let mut candidates = Vec::new();
@@ -286,9 +287,9 @@ impl Repo {
             files: Vec::with_capacity(self.files.len()),
             dirs: self.dirs.clone(),
             diagnostics: Vec::new(),
-            by_path: HashMap::new(),
-            dir_files: HashMap::new(),
-            dir_children: HashMap::new(),
+            by_path: HashMap::default(),
+            dir_files: HashMap::default(),
+            dir_children: HashMap::default(),
             other_files: self.other_files.clone(),
         };
         let mut sources: Vec<Arc<SourceFile>> = self

@@ -1,7 +1,7 @@
 //! Flux layers: every Flux Kustomization (and the root one a FluxInstance makes) with its source,
 //! resolved path variants, gating, dependencies and inventory — and which root makes it live.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Serialize;
 
@@ -706,7 +706,7 @@ impl Builder<'_, '_> {
     /// Breadth-first from the roots: each layer's inventory names the layers it applies.
     fn walk(&mut self, roots: Vec<LayerId>) {
         let mut queue: std::collections::VecDeque<LayerId> = roots.into();
-        let mut done = HashSet::new();
+        let mut done = HashSet::default();
         while let Some(id) = queue.pop_front() {
             if !done.insert(id) {
                 continue;
@@ -743,11 +743,11 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
         let mut b = Builder {
             renderer: Renderer::new(model),
             layers: Vec::new(),
-            known: HashMap::new(),
-            source_roots: HashMap::new(),
+            known: HashMap::default(),
+            source_roots: HashMap::default(),
             options,
-            root_ids: HashSet::new(),
-            reached: HashSet::new(),
+            root_ids: HashSet::default(),
+            reached: HashSet::default(),
             diagnostics: Vec::new(),
         };
         let mut roots = Vec::new();
@@ -850,7 +850,7 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
 }
 
 fn resolve_dependencies(model: &mut Model) {
-    let mut by_id: HashMap<(usize, &LayerRef), Vec<LayerId>> = HashMap::new();
+    let mut by_id: HashMap<(usize, &LayerRef), Vec<LayerId>> = HashMap::default();
     for (i, l) in model.layers.iter().enumerate() {
         by_id.entry((l.cluster, &l.id)).or_default().push(i);
     }

@@ -2,7 +2,7 @@
 //! a renderer that computes the objects a directory builds to — the same set `kustomize build`
 //! renders (checked against `kubectl kustomize` in the tests).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 use rayon::prelude::*;
@@ -157,7 +157,7 @@ pub(super) fn parse_dirs(
             (parse_dir(model, dir, &mut diagnostics), diagnostics)
         })
         .collect();
-    let mut dirs = HashMap::new();
+    let mut dirs = HashMap::default();
     for (parsed, diags) in parsed {
         diagnostics.extend(diags);
         if let Some(k) = parsed {
@@ -338,8 +338,8 @@ impl<'m, 'r> Renderer<'m, 'r> {
     pub fn new(model: &'m Model<'r>) -> Self {
         Renderer {
             model,
-            memo: HashMap::new(),
-            in_progress: HashSet::new(),
+            memo: HashMap::default(),
+            in_progress: HashSet::default(),
         }
     }
 
@@ -465,7 +465,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
 
 /// kustomize refuses two resources with one identity.
 pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for o in objs {
         // No namespace and `default` are one id to kustomize.
         let ns = o.key.namespace.as_deref().filter(|n| *n != "default");

@@ -17,7 +17,7 @@ pub use kustomize::{
 pub use objects::{Name, Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::Diagnostic;
 use crate::load::Repo;
@@ -59,10 +59,10 @@ impl<'r> Model<'r> {
             repo,
             objects,
             objects_by_file,
-            kustomize_dirs: HashMap::new(),
+            kustomize_dirs: HashMap::default(),
             layers: Vec::new(),
             dependents_of: Vec::new(),
-            users_of_file: HashMap::new(),
+            users_of_file: HashMap::default(),
             diagnostics,
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
@@ -99,7 +99,7 @@ impl<'r> Model<'r> {
                 model.dependents_of[dep].push(id);
             }
         }
-        let mut users: HashMap<usize, Vec<(LayerId, usize)>> = HashMap::new();
+        let mut users: HashMap<usize, Vec<(LayerId, usize)>> = HashMap::default();
         for (id, layer) in model.live_layers() {
             for (vi, variant) in layer.variants.iter().enumerate() {
                 for r in &variant.inventory {

@@ -1,6 +1,6 @@
 //! Kubernetes objects as written: identity and provenance of every document that has one.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -181,7 +181,7 @@ pub(super) fn extract(
     let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
         repo.files.par_iter().map(|file| objects_of(file)).collect();
     let mut objects = Vec::new();
-    let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::new();
+    let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::default();
     let mut names = Names::default();
     for (file_id, (found, diags)) in per_file.into_iter().enumerate() {
         diagnostics.extend(diags);

@@ -6,7 +6,7 @@
 
 mod ends;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
@@ -582,7 +582,7 @@ impl YamlFile {
     /// first). Merge keys (`<<`) may repeat.
     fn first_duplicate_key(&self) -> Option<(NodeId, NodeId)> {
         let mut best: Option<(NodeId, NodeId)> = None;
-        let mut seen: HashMap<&str, NodeId> = HashMap::new();
+        let mut seen: HashMap<&str, NodeId> = HashMap::default();
         let mut keys: Vec<(&str, NodeId)> = Vec::new();
         // Every mapping's entries, straight from the arena: a header, then its pairs.
         let mut at = 0;
@@ -654,7 +654,7 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
     };
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
-    let mut doc_anchors: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut doc_anchors: std::collections::HashSet<usize> = std::collections::HashSet::default();
     loop {
         let (ev, mark) = parser
             .next_token()

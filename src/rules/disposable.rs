@@ -6,9 +6,11 @@
 //! for one layer variant, the [`Bundle`]: the disposable workloads the layer health-gates, the
 //! objects only they use (which move with them), and what stays behind.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::OnceLock;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::load::Repo;
 use crate::model::{LayerId, Model, ObjectIdx, Rendered, is_namespaced};
@@ -596,9 +598,9 @@ impl<'m, 'r> Analysis<'m, 'r> {
             model,
             catalogue,
             catalogue_error,
-            reasons: HashMap::new(),
-            scalars: HashMap::new(),
-            clusters: HashMap::new(),
+            reasons: HashMap::default(),
+            scalars: HashMap::default(),
+            clusters: HashMap::default(),
         }
     }
 
@@ -618,7 +620,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         self.scalars.entry(idx).or_insert_with(|| {
             let obj = model.object(idx);
             let yaml = &model.repo.file(obj.file).yaml;
-            let mut out = HashSet::new();
+            let mut out = HashSet::default();
             if let Ok(Value::Map(entries)) = yaml.value(obj.root) {
                 for (k, v) in &entries {
                     if k.as_str() != Some("metadata") {
@@ -671,7 +673,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 }
             }
         }
-        let mut mentions: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut mentions: HashMap<String, Vec<usize>> = HashMap::default();
         for (i, e) in entries.iter().enumerate() {
             for s in self.scalars(e.object) {
                 mentions.entry(s.clone()).or_default().push(i);

@@ -18,12 +18,14 @@
 //!   resource (fluxmend never fetches), or whose build fails both before and after. Its objects
 //!   (as the model knows them) are left out of the comparison.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::{MAX_FILE_BYTES, Repo, parent_of};
@@ -172,7 +174,7 @@ pub fn check(
     let changed: BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
 
     // Touched layers: their Flux Kustomization objects may differ.
-    let mut touched: HashSet<LayerKey> = HashSet::new();
+    let mut touched: HashSet<LayerKey> = HashSet::default();
     for m in [model, &after] {
         for l in &m.layers {
             let in_changed = l
@@ -303,7 +305,7 @@ pub fn check(
     after_builds.retain(|b| !unverifiable.contains_key(&b.layer));
 
     // Objects of unverifiable layers, as the model knows them, are not compared.
-    let mut excluded: HashSet<(usize, String, String, String, String)> = HashSet::new();
+    let mut excluded: HashSet<(usize, String, String, String, String)> = HashSet::default();
     for m in [model, &after] {
         for l in &m.layers {
             if unverifiable.contains_key(&layer_key(l)) {
@@ -363,7 +365,7 @@ fn unreachable_resource(model: &Model, dir: &str, generated: bool) -> Option<Str
     } else {
         vec![dir.to_string()]
     };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     while let Some(d) = todo.pop() {
         if !seen.insert(d.clone()) {
             continue;
@@ -417,7 +419,7 @@ fn plan_builds(
     unverifiable: &BTreeMap<LayerKey, String>,
 ) -> (Vec<Job>, Vec<(LayerKey, usize)>) {
     let mut jobs: Vec<Job> = Vec::new();
-    let mut index: HashMap<Job, usize> = HashMap::new();
+    let mut index: HashMap<Job, usize> = HashMap::default();
     let mut layers = Vec::new();
     for (_, l) in model.live_layers() {
         let key = layer_key(l);
@@ -889,7 +891,7 @@ fn needed_files(
         .map(|f| f.path.as_str())
         .chain(repo.other_files())
         .collect();
-    let mut by_dir: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut by_dir: HashMap<&str, Vec<&str>> = HashMap::default();
     for p in &all {
         by_dir.entry(parent_of(p)).or_default().push(p);
     }
@@ -920,7 +922,7 @@ fn needed_files(
             }
         }
     }
-    let mut done: HashSet<String> = HashSet::new();
+    let mut done: HashSet<String> = HashSet::default();
     while let Some(dir) = todo.pop() {
         if !done.insert(dir.clone()) {
             continue;
@@ -968,7 +970,7 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
 /// Copy `only` (paths in the loader's view: what Flux would ship) into `to`; only regular files
 /// are read, and nothing is ever written below the repository root.
 fn copy_repo(repo: &Repo, to: &Path, only: &BTreeSet<String>) -> Result<(), String> {
-    let mut made: HashSet<String> = HashSet::new();
+    let mut made: HashSet<String> = HashSet::default();
     for rel in only.iter().map(String::as_str) {
         let src = repo.root.join(rel);
         let Ok(meta) = std::fs::symlink_metadata(&src) else {

@@ -3,7 +3,9 @@
 //! rendered before to be rendered after, as often and with identical content, and the finding to
 //! be gone (convergence). A fix that fails a gate is dropped; its finding stays, with the reason.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::Repo;
