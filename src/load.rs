@@ -77,12 +77,12 @@ pub struct SourceFile {
 #[derive(Clone, Debug)]
 pub struct Repo {
     pub root: PathBuf,
-    /// Shared so that a re-modelled variant of the repository (verification) copies no file.
+    /// Sorted by path. Shared so that a re-modelled variant of the repository (verification)
+    /// copies no file.
     pub files: Vec<Arc<SourceFile>>,
     /// Every directory below the root that Flux would ship (relative, `""` is the root).
     pub dirs: BTreeSet<String>,
     pub diagnostics: Vec<Diagnostic>,
-    by_path: HashMap<String, FileId>,
     /// YAML files directly in each directory, sorted by path.
     dir_files: HashMap<String, Vec<FileId>>,
     /// Direct subdirectories of each directory, sorted.
@@ -126,7 +126,6 @@ impl Repo {
             files: Vec::new(),
             dirs: BTreeSet::new(),
             diagnostics: Vec::new(),
-            by_path: HashMap::default(),
             dir_files: HashMap::default(),
             dir_children: HashMap::default(),
             other_files: BTreeSet::new(),
@@ -266,7 +265,6 @@ impl Repo {
                             .at(e.line, e.column),
                         );
                     }
-                    repo.by_path.insert(file.path.clone(), repo.files.len());
                     repo.dir_files
                         .entry(parent_of(&file.path).to_string())
                         .or_default()
@@ -287,7 +285,6 @@ impl Repo {
             files: Vec::with_capacity(self.files.len()),
             dirs: self.dirs.clone(),
             diagnostics: Vec::new(),
-            by_path: HashMap::default(),
             dir_files: HashMap::default(),
             dir_children: HashMap::default(),
             other_files: self.other_files.clone(),
@@ -314,7 +311,6 @@ impl Repo {
         }
         sources.sort_by(|a, b| a.path.cmp(&b.path));
         for source in sources {
-            repo.by_path.insert(source.path.clone(), repo.files.len());
             repo.dir_files
                 .entry(parent_of(&source.path).to_string())
                 .or_default()
@@ -336,9 +332,11 @@ impl Repo {
         }
     }
 
-    /// The parsed YAML file at a relative path.
+    /// The parsed YAML file at a relative path (`files` is sorted by path: no index to keep).
     pub fn file_id(&self, path: &str) -> Option<FileId> {
-        self.by_path.get(path).copied()
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
     }
 
     pub fn file(&self, id: FileId) -> &SourceFile {
@@ -347,7 +345,7 @@ impl Repo {
 
     /// Whether a relative path names a file Flux would ship (YAML or not).
     pub fn is_file(&self, path: &str) -> bool {
-        self.by_path.contains_key(path) || self.other_files.contains(path)
+        self.file_id(path).is_some() || self.other_files.contains(path)
     }
 
     pub fn is_dir(&self, path: &str) -> bool {
@@ -474,6 +472,43 @@ mod tests {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
+    }
+
+    /// `file_id` searches `files` by path: every file is found at its index, in a loaded
+    /// repository and in one with changes, whatever the order of `-`, `.` and `/` in the paths.
+    #[test]
+    fn every_file_is_found_by_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        for rel in [
+            "a.yaml",
+            "a-b.yaml",
+            "a/b.yaml",
+            "a/b/c.yaml",
+            "a.b/x.yaml",
+            "z.yml",
+        ] {
+            write(tmp.path(), rel, "kind: ConfigMap\n");
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        let found = |repo: &Repo| {
+            for (id, file) in repo.files.iter().enumerate() {
+                assert_eq!(repo.file_id(&file.path), Some(id), "{}", file.path);
+                assert!(repo.is_file(&file.path));
+            }
+            repo.files.len()
+        };
+        assert_eq!(found(&repo), 6);
+        assert_eq!(repo.file_id("a"), None);
+        assert_eq!(repo.file_id("a/b"), None);
+        let changes = BTreeMap::from([
+            ("a/b.yaml".to_string(), None),
+            ("a/a.yaml".to_string(), Some("kind: Secret\n".to_string())),
+            ("0.yaml".to_string(), Some("kind: Secret\n".to_string())),
+        ]);
+        let changed = repo.with_changes(&changes);
+        assert_eq!(found(&changed), 7);
+        assert_eq!(changed.file_id("a/b.yaml"), None);
+        assert!(changed.file_id("0.yaml").is_some());
     }
 
     #[test]
