@@ -112,3 +112,39 @@ fn dependency_cycles_are_reported_once_per_cycle() {
         "{cycles:?}"
     );
 }
+
+/// What a `chartRef` or `sourceRef` names is found by kind and name: the namespace given (or
+/// none), and otherwise the first in repository order — the same answer for every HelmRelease of
+/// a fleet, looked up through one index instead of a scan per release.
+#[test]
+fn find_object_resolves_by_kind_name_and_namespace() {
+    let tmp = TempRepo::empty();
+    let repo_source = |ns: Option<&str>, url: &str| {
+        let ns = ns.map_or(String::new(), |n| format!("  namespace: {n}\n"));
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: charts\n{ns}spec:\n  url: {url}\n"
+        )
+    };
+    tmp.write("a/source.yaml", repo_source(Some("team-a"), "oci://a"));
+    tmp.write("b/source.yaml", repo_source(Some("team-b"), "oci://b"));
+    tmp.write("c/source.yaml", repo_source(None, "oci://c"));
+    tmp.write(
+        "d/other.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: charts\n  namespace: team-b\n",
+    );
+    let repo = Repo::load(tmp.path()).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    let file_of =
+        |found: Option<usize>| found.map(|i| repo.file(model.object(i).file).path.clone());
+    let find = |ns| file_of(model.find_object("OCIRepository", "charts", ns));
+    assert_eq!(find(Some("team-b")).as_deref(), Some("b/source.yaml"));
+    assert_eq!(find(Some("team-a")).as_deref(), Some("a/source.yaml"));
+    assert_eq!(find(None).as_deref(), Some("a/source.yaml"));
+    // No object in team-z: the one without a namespace stands for it.
+    assert_eq!(find(Some("team-z")).as_deref(), Some("c/source.yaml"));
+    assert_eq!(model.find_object("OCIRepository", "missing", None), None);
+    assert_eq!(
+        file_of(model.find_object("ConfigMap", "charts", Some("team-b"))).as_deref(),
+        Some("d/other.yaml")
+    );
+}

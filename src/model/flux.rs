@@ -181,13 +181,7 @@ impl Model<'_> {
         let kind = scalar(&["spec", "chartRef", "kind"])?;
         let name = scalar(&["spec", "chartRef", "name"])?;
         let namespace = scalar(&["spec", "chartRef", "namespace"]).or(obj.key.namespace.as_deref());
-        let target = self.objects.iter().find(|o| {
-            o.key.kind == kind
-                && o.key.name == name
-                && (namespace.is_none()
-                    || o.key.namespace.as_deref() == namespace
-                    || o.key.namespace.is_none())
-        })?;
+        let target = self.object(self.find_object(kind, name, namespace)?);
         let tyaml = &self.repo.file(target.file).yaml;
         let tscalar = |keys: &[&str]| {
             tyaml

@@ -17,6 +17,8 @@ pub use kustomize::{
 pub use objects::{Name, Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};
 
+use std::sync::OnceLock;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::Diagnostic;
@@ -47,6 +49,8 @@ pub struct Model<'r> {
     /// For each file, the live (layer, variant index) pairs that render from it: as the file of
     /// an object they apply or a kustomization file on the way.
     users_of_file: HashMap<usize, Vec<(LayerId, usize)>>,
+    /// Objects by (kind, name), in repository order; built on first use (see `find_object`).
+    by_kind_name: OnceLock<HashMap<(Name, Name), Vec<ObjectIdx>>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -63,6 +67,7 @@ impl<'r> Model<'r> {
             layers: Vec::new(),
             dependents_of: Vec::new(),
             users_of_file: HashMap::default(),
+            by_kind_name: OnceLock::new(),
             diagnostics,
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
@@ -131,6 +136,31 @@ impl<'r> Model<'r> {
 
     pub fn object(&self, idx: ObjectIdx) -> &Object {
         &self.objects[idx]
+    }
+
+    /// The first object, in repository order, of `kind` named `name` in `namespace` (or in no
+    /// namespace): what a `sourceRef` or `chartRef` names. Indexed on first use, which comes
+    /// after every object (generated ones included) is known: a fleet has a HelmRelease per
+    /// cluster, and scanning every object for each was quadratic.
+    pub fn find_object(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Option<ObjectIdx> {
+        let index = self.by_kind_name.get_or_init(|| {
+            let mut index: HashMap<(Name, Name), Vec<ObjectIdx>> = HashMap::default();
+            for (idx, o) in self.objects.iter().enumerate() {
+                let key = (o.key.kind.clone(), o.key.name.clone());
+                index.entry(key).or_default().push(idx);
+            }
+            index
+        });
+        let candidates = index.get(&(Name::from(kind), Name::from(name)))?;
+        candidates.iter().copied().find(|&idx| {
+            let ns = self.objects[idx].key.namespace.as_deref();
+            namespace.is_none() || ns == namespace || ns.is_none()
+        })
     }
 
     pub fn layer(&self, id: LayerId) -> &Layer {

@@ -523,11 +523,7 @@ fn chart_source_url(model: &Model, idx: ObjectIdx) -> Option<String> {
             )
         };
     let ns = ns.or(obj.key.namespace.as_deref());
-    let target = model.objects.iter().find(|o| {
-        o.key.kind == kind
-            && o.key.name == name
-            && (ns.is_none() || o.key.namespace.as_deref() == ns || o.key.namespace.is_none())
-    })?;
+    let target = model.object(model.find_object(kind, name, ns)?);
     let tyaml = &model.repo.file(target.file).yaml;
     tyaml
         .lookup(target.root, &["spec", "url"])
