@@ -27,6 +27,7 @@ impl std::ops::Deref for Name {
 }
 
 impl Name {
+    /// The text (an inherent method: `str::as_str` is not stable).
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -458,3 +458,13 @@ fn duplicate_keys_are_found_in_small_and_large_mappings() {
     let merges = "base: &b {a: 1}\nother: &o {c: 2}\nm:\n  <<: *b\n  <<: *o\n  d: 4\n";
     assert_eq!(error_of(merges), None);
 }
+
+/// Offsets are 32 bits: a text too large for them is refused with an error, not misplaced.
+#[test]
+fn text_beyond_32_bit_offsets_is_refused() {
+    let (file, error) = YamlFile::parse_owned(format!("\u{feff}{}", " ".repeat(MAX_TEXT)));
+    let error = error.expect("refused");
+    assert_eq!((error.line, error.column), (1, 1));
+    assert!(error.message.contains("256 MiB"), "{}", error.message);
+    assert!(file.docs.is_empty() && file.bom);
+}
