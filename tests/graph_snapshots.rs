@@ -1,5 +1,5 @@
-//! Snapshots of what fluxmend understood of every fixture's `before/` tree: `graph` (text) and
-//! `check --format json`, one snapshot per fixture and format (`tests/snapshots/`). Review a
+//! Snapshots of what fluxmend understood of every fixture's `before/` tree: `graph` (text and
+//! JSON) and `check --format json`, one snapshot per fixture and format (`tests/snapshots/`). Review a
 //! change against the fixture's `CASE.md` before accepting it.
 //!
 //! Every fixture is snapshotted even when an earlier one fails; the test then lists them all.
@@ -36,10 +36,14 @@ fn fixture_graphs_and_reports() {
     let mut failed = Vec::new();
     for tree in &trees {
         let graph = output(tree, &["graph"]);
+        let graph_json = output(tree, &["graph", "--format", "json"]);
+        serde_json::from_str::<serde_json::Value>(&graph_json)
+            .expect("graph --format json is JSON");
         let report = output(tree, &["check", "--format", "json"]);
         serde_json::from_str::<serde_json::Value>(&report).expect("check --format json is JSON");
         for (name, text) in [
             (format!("graph__{}", tree.case), graph),
+            (format!("graph_json__{}", tree.case), graph_json),
             (format!("check_json__{}", tree.case), report),
         ] {
             let result = catch_unwind(AssertUnwindSafe(|| {
