@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::model::{Layer, Model};
+use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
 
 /// Counts a bot can gate on without walking the lists.
@@ -131,17 +132,38 @@ fn kind_counts(layer: &Layer, variant: &crate::model::Variant) -> String {
         .join(" ")
 }
 
-fn layer_label(model: &Model, id: usize) -> String {
-    let l = model.layer(id);
-    if model.layers.iter().filter(|o| o.id == l.id).count() > 1 {
-        format!("{} (#{id})", l.id)
-    } else {
-        l.id.to_string()
+/// A layer's name, with its index when several layers share it (a fleet has one `flux-system`
+/// per cluster). Counted once per report: counting per label was quadratic in the layers.
+struct LayerLabels<'m> {
+    model: &'m Model<'m>,
+    shared: HashSet<&'m LayerRef>,
+}
+
+impl<'m> LayerLabels<'m> {
+    fn new(model: &'m Model<'m>) -> Self {
+        let mut seen = HashSet::default();
+        let shared = model
+            .layers
+            .iter()
+            .filter(|l| !seen.insert(&l.id))
+            .map(|l| &l.id)
+            .collect();
+        LayerLabels { model, shared }
+    }
+
+    fn label(&self, id: usize) -> String {
+        let l = self.model.layer(id);
+        if self.shared.contains(&l.id) {
+            format!("{} (#{id})", l.id)
+        } else {
+            l.id.to_string()
+        }
     }
 }
 
 /// `graph --format text`.
 pub fn graph_text(model: &Model) -> String {
+    let labels = LayerLabels::new(model);
     let mut out = String::new();
     for (id, layer) in model.layers.iter().enumerate() {
         let origin = match (layer.object, layer.created_by_instance) {
@@ -161,7 +183,7 @@ pub fn graph_text(model: &Model) -> String {
             _ => String::new(),
         };
         let status = if layer.live { "" } else { " [unreferenced]" };
-        let _ = writeln!(out, "{}{status}  ({origin})", layer_label(model, id));
+        let _ = writeln!(out, "{}{status}  ({origin})", labels.label(id));
         let root = layer
             .source_root
             .as_deref()
@@ -179,13 +201,13 @@ pub fn graph_text(model: &Model) -> String {
         );
         let _ = writeln!(out, "  gating: {}", gating(layer));
         if let Some(by) = layer.applied_by {
-            let _ = writeln!(out, "  applied by: {}", layer_label(model, by));
+            let _ = writeln!(out, "  applied by: {}", labels.label(by));
         }
         if !layer.depends_on_ids.is_empty() {
             let deps: Vec<String> = layer
                 .depends_on_ids
                 .iter()
-                .map(|&d| layer_label(model, d))
+                .map(|&d| labels.label(d))
                 .collect();
             let _ = writeln!(out, "  dependsOn: {}", deps.join(", "));
         }
@@ -221,44 +243,64 @@ pub fn graph_text(model: &Model) -> String {
 
 /// `graph --format json`.
 pub fn graph_json(model: &Model) -> String {
-    let layers: Vec<_> = model
-        .layers
-        .iter()
-        .enumerate()
-        .map(|(id, l)| {
-            json!({
-                "id": id,
-                "name": l.id.name,
-                "namespace": l.id.namespace,
-                "live": l.live,
-                "file": l.object.map(|o| model.repo.file(model.object(o).file).path.clone()),
-                "created_by_instance": l.created_by_instance.map(|o| model.object(o).key.clone()),
-                "applied_by": l.applied_by,
-                "source": l.source,
-                "source_root": l.source_root,
-                "path": l.path,
-                "wait": l.wait,
-                "health_checks": l.health_checks,
-                "depends_on": l.depends_on_ids,
-                "variants": l.variants.iter().map(|v| json!({
-                    "dir": v.dir,
-                    "bindings": v.bindings,
-                    "generated": v.generated,
-                    "error": v.error,
-                    "objects": v.inventory.iter().map(|r| json!({
-                        "object": r.key,
-                        "file": model.repo.file(model.object(r.object).file).path,
-                        "line": model.object(r.object).line,
-                        "gated": l.gates(&r.key),
-                        "via": r.chain.iter().map(|&f| model.repo.file(f).path.clone()).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    serde_json::to_string_pretty(&json!({"layers": layers, "diagnostics": model.diagnostics}))
-        .expect("JSON of plain data")
-        + "\n"
+    /// Every layer as JSON, built one at a time while it is written: a fleet's graph is tens of
+    /// megabytes of text, and as one `serde_json::Value` it took ten times that.
+    struct Layers<'a>(&'a Model<'a>);
+    impl Serialize for Layers<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let model = self.0;
+            serializer.collect_seq(
+                model
+                    .layers
+                    .iter()
+                    .enumerate()
+                    .map(|(id, l)| layer_json(model, id, l)),
+            )
+        }
+    }
+    /// Keys in the order `json!` objects print them (sorted), so the output is unchanged.
+    #[derive(Serialize)]
+    struct Graph<'a> {
+        diagnostics: serde_json::Value,
+        layers: Layers<'a>,
+    }
+    let graph = Graph {
+        diagnostics: json!(model.diagnostics),
+        layers: Layers(model),
+    };
+    serde_json::to_string_pretty(&graph).expect("JSON of plain data") + "\n"
+}
+
+/// One layer of `graph --format json`.
+fn layer_json(model: &Model, id: usize, l: &Layer) -> serde_json::Value {
+    json!({
+        "id": id,
+        "name": l.id.name,
+        "namespace": l.id.namespace,
+        "live": l.live,
+        "file": l.object.map(|o| model.repo.file(model.object(o).file).path.clone()),
+        "created_by_instance": l.created_by_instance.map(|o| model.object(o).key.clone()),
+        "applied_by": l.applied_by,
+        "source": l.source,
+        "source_root": l.source_root,
+        "path": l.path,
+        "wait": l.wait,
+        "health_checks": l.health_checks,
+        "depends_on": l.depends_on_ids,
+        "variants": l.variants.iter().map(|v| json!({
+            "dir": v.dir,
+            "bindings": v.bindings,
+            "generated": v.generated,
+            "error": v.error,
+            "objects": v.inventory.iter().map(|r| json!({
+                "object": r.key,
+                "file": model.repo.file(model.object(r.object).file).path,
+                "line": model.object(r.object).line,
+                "gated": l.gates(&r.key),
+                "via": r.chain.iter().map(|&f| model.repo.file(f).path.clone()).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 fn node_name(id: usize) -> String {
