@@ -408,7 +408,7 @@ fn expand_path(
 fn render_layer_dir(renderer: &mut Renderer, dir: &str) -> (bool, Result<Vec<Rendered>, String>) {
     if has_kustomization_file(renderer.model, dir) {
         // Flux generates only when there is no kustomization file; an unusable one fails.
-        return (false, renderer.render_dir(dir).as_ref().clone());
+        return (false, renderer.render_dir_owned(dir));
     }
     (true, generate(renderer, dir))
 }
@@ -462,7 +462,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
     }
     for sub in model.repo.subdirs(dir).to_vec() {
         if has_kustomization_file(model, &sub) {
-            out.extend(renderer.render_dir(&sub).as_ref().clone()?);
+            out.extend(renderer.render_dir_owned(&sub)?);
         } else {
             out.extend(generate(renderer, &sub)?);
         }

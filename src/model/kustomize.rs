@@ -327,10 +327,14 @@ impl Transform<'_> {
 /// Why a directory could not be rendered.
 pub type RenderResult = Rc<Result<Vec<Rendered>, String>>;
 
-/// Renders kustomize directories (memoised: fleets include the same bases many times).
+/// Renders kustomize directories, memoised from the second request on: fleets include the same
+/// bases many times, but most directories are rendered once, and keeping every render held a
+/// third of the model's memory until the layers were built.
 pub struct Renderer<'m, 'r> {
     pub model: &'m Model<'r>,
     memo: HashMap<String, RenderResult>,
+    /// Directories rendered once and not kept.
+    requested: HashSet<String>,
     in_progress: HashSet<String>,
 }
 
@@ -339,6 +343,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         Renderer {
             model,
             memo: HashMap::default(),
+            requested: HashSet::default(),
             in_progress: HashSet::default(),
         }
     }
@@ -370,8 +375,15 @@ impl<'m, 'r> Renderer<'m, 'r> {
         }
         let result = Rc::new(self.render_uncached(dir));
         self.in_progress.remove(dir);
-        self.memo.insert(dir.to_string(), result.clone());
+        if !self.requested.insert(dir.to_string()) {
+            self.memo.insert(dir.to_string(), result.clone());
+        }
         result
+    }
+
+    /// [`Renderer::render_dir`] as an owned list: moved out when nothing else holds it.
+    pub fn render_dir_owned(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
+        Rc::try_unwrap(self.render_dir(dir)).unwrap_or_else(|shared| shared.as_ref().clone())
     }
 
     fn render_uncached(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
@@ -439,18 +451,11 @@ impl<'m, 'r> Renderer<'m, 'r> {
         match &r.target {
             RefTarget::File(path) => Ok(self.file_objects(path, chain)),
             RefTarget::Dir(path) => {
-                let inner = self.render_dir(path);
-                match inner.as_ref() {
-                    Ok(objs) => Ok(objs
-                        .iter()
-                        .map(|o| {
-                            let mut o = o.clone();
-                            o.chain.splice(0..0, chain.iter().copied());
-                            o
-                        })
-                        .collect()),
-                    Err(e) => Err(e.clone()),
+                let mut objs = self.render_dir_owned(path)?;
+                for o in &mut objs {
+                    o.chain.splice(0..0, chain.iter().copied());
                 }
+                Ok(objs)
             }
             RefTarget::Remote(_) => Ok(Vec::new()),
             RefTarget::Missing(path) => {
