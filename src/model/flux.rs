@@ -448,7 +448,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
         let objects = model.objects_in(file);
         let non_object = source.yaml.docs.iter().enumerate().find(|(idx, d)| {
             let empty = matches!(source.yaml.value(d.root), Ok(crate::parse::Value::Null));
-            !empty && !objects.iter().any(|&o| model.object(o).doc == *idx)
+            !empty && !objects.clone().any(|o| model.object(o).doc == *idx)
         });
         if let Some((_, doc)) = non_object {
             return Err(format!(

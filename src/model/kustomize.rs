@@ -355,8 +355,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         };
         self.model
             .objects_in(file)
-            .iter()
-            .map(|&object| Rendered {
+            .map(|object| Rendered {
                 object,
                 key: self.model.objects[object].key.clone(),
                 chain: chain.to_vec(),

@@ -40,7 +40,8 @@ pub struct Model<'r> {
     pub repo: &'r Repo,
     pub objects: Vec<Object>,
     /// Objects of each file in document order.
-    objects_by_file: HashMap<usize, Vec<ObjectIdx>>,
+    /// Where each file's objects start in `objects` (see [`Model::objects_in`]).
+    file_objects: Vec<u32>,
     /// kustomize directories by directory path.
     pub kustomize_dirs: HashMap<String, KustomizeDir>,
     pub layers: Vec<Layer>,
@@ -48,7 +49,9 @@ pub struct Model<'r> {
     dependents_of: Vec<Vec<LayerId>>,
     /// For each file, the live (layer, variant index) pairs that render from it: as the file of
     /// an object they apply or a kustomization file on the way.
-    users_of_file: HashMap<usize, Vec<(LayerId, usize)>>,
+    /// `users_of_file(f)` is `file_users[file_users_start[f]..file_users_start[f + 1]]`.
+    file_users_start: Vec<u32>,
+    file_users: Vec<(LayerId, usize)>,
     /// Objects by (kind, name), in repository order; built on first use (see `find_object`).
     by_kind_name: OnceLock<HashMap<(Name, Name), Vec<ObjectIdx>>>,
     pub diagnostics: Vec<Diagnostic>,
@@ -58,15 +61,16 @@ impl<'r> Model<'r> {
     /// Build the model of a loaded repository.
     pub fn build(repo: &'r Repo, options: &ModelOptions) -> Model<'r> {
         let mut diagnostics = Vec::new();
-        let (objects, objects_by_file) = objects::extract(repo, &mut diagnostics);
+        let (objects, file_objects) = objects::extract(repo, &mut diagnostics);
         let mut model = Model {
             repo,
             objects,
-            objects_by_file,
+            file_objects,
             kustomize_dirs: HashMap::default(),
             layers: Vec::new(),
             dependents_of: Vec::new(),
-            users_of_file: HashMap::default(),
+            file_users_start: Vec::new(),
+            file_users: Vec::new(),
             by_kind_name: OnceLock::new(),
             diagnostics,
         };
@@ -104,34 +108,53 @@ impl<'r> Model<'r> {
                 model.dependents_of[dep].push(id);
             }
         }
-        let mut users: HashMap<usize, Vec<(LayerId, usize)>> = HashMap::default();
+        // (file, layer, variant) for every file a live variant renders from, then grouped by file.
+        let mut users: Vec<(u32, u32, u32)> = Vec::new();
         for (id, layer) in model.live_layers() {
             for (vi, variant) in layer.variants.iter().enumerate() {
                 for r in &variant.inventory {
                     let file = model.objects[r.object].file;
                     for f in std::iter::once(file).chain(r.chain.iter().copied()) {
-                        let list = users.entry(f).or_default();
-                        if list.last() != Some(&(id, vi)) {
-                            list.push((id, vi));
-                        }
+                        users.push((f as u32, id as u32, vi as u32));
                     }
                 }
             }
         }
-        users.values_mut().for_each(|l| l.dedup());
-        model.users_of_file = users;
+        users.sort_unstable();
+        users.dedup();
+        let mut starts = Vec::with_capacity(repo.files.len() + 1);
+        for (i, &(f, _, _)) in users.iter().enumerate() {
+            while starts.len() <= f as usize {
+                starts.push(i as u32);
+            }
+        }
+        starts.resize(repo.files.len() + 1, users.len() as u32);
+        model.file_users_start = starts;
+        model.file_users = users
+            .into_iter()
+            .map(|(_, id, vi)| (id as LayerId, vi as usize))
+            .collect();
         model
     }
 
-    /// Objects defined in a file, in document order.
-    pub fn objects_in(&self, file: usize) -> &[ObjectIdx] {
-        self.objects_by_file.get(&file).map_or(&[], Vec::as_slice)
+    /// Objects defined in a file, in document order (a file's objects are consecutive).
+    pub fn objects_in(&self, file: usize) -> std::ops::Range<ObjectIdx> {
+        match (self.file_objects.get(file), self.file_objects.get(file + 1)) {
+            (Some(&start), Some(&end)) => start as usize..end as usize,
+            _ => 0..0,
+        }
     }
 
     /// The live (layer, variant index) pairs that render from `file` (an object's file or a
     /// kustomization file on the way), in layer order.
     pub fn users_of_file(&self, file: usize) -> &[(LayerId, usize)] {
-        self.users_of_file.get(&file).map_or(&[], Vec::as_slice)
+        match (
+            self.file_users_start.get(file),
+            self.file_users_start.get(file + 1),
+        ) {
+            (Some(&start), Some(&end)) => &self.file_users[start as usize..end as usize],
+            _ => &[],
+        }
     }
 
     pub fn object(&self, idx: ObjectIdx) -> &Object {

@@ -1,6 +1,6 @@
 //! Kubernetes objects as written: identity and provenance of every document that has one.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -173,26 +173,18 @@ struct Found<'a> {
     encrypted: bool,
 }
 
-/// Every object of every file, in file and document order, and the objects of each file. Files
-/// are read in parallel; names are shared afterwards, in order.
-pub(super) fn extract(
-    repo: &Repo,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> (Vec<Object>, HashMap<FileId, Vec<ObjectIdx>>) {
+/// Every object of every file, in file and document order, and where each file's objects start
+/// (one more entry than files: file `f` has `starts[f]..starts[f + 1]`). Files are read in
+/// parallel; names are shared afterwards, in order.
+pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Object>, Vec<u32>) {
     let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
         repo.files.par_iter().map(|file| objects_of(file)).collect();
     let mut objects = Vec::new();
-    let mut by_file: HashMap<FileId, Vec<ObjectIdx>> = HashMap::default();
+    let mut starts = Vec::with_capacity(per_file.len() + 1);
     let mut names = Names::default();
     for (file_id, (found, diags)) in per_file.into_iter().enumerate() {
         diagnostics.extend(diags);
-        if found.is_empty() {
-            continue;
-        }
-        by_file.insert(
-            file_id,
-            (objects.len()..objects.len() + found.len()).collect(),
-        );
+        starts.push(objects.len() as u32);
         objects.extend(found.into_iter().map(|f| Object {
             file: file_id,
             doc: f.doc,
@@ -207,7 +199,8 @@ pub(super) fn extract(
             encrypted: f.encrypted,
         }));
     }
-    (objects, by_file)
+    starts.push(objects.len() as u32);
+    (objects, starts)
 }
 
 /// The objects of one file, and what made a document not one.

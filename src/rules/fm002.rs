@@ -759,8 +759,8 @@ impl Ctx<'_, '_, '_> {
                 .count();
             let whole = content_docs == objects.len()
                 && objects
-                    .iter()
-                    .all(|o| docs.iter().any(|&i| inventory[i].object == *o));
+                    .clone()
+                    .all(|o| docs.iter().any(|&i| inventory[i].object == o));
             if whole {
                 self.changes.delete(&src.path);
                 self.changes.create(
@@ -781,7 +781,7 @@ impl Ctx<'_, '_, '_> {
                     removed.entry(kfile).or_default().push(item);
                 }
             } else {
-                if objects.iter().any(|&o| model.object(o).encrypted) {
+                if objects.clone().any(|o| model.object(o).encrypted) {
                     return Err(format!(
                         "{} is SOPS-encrypted and holds objects that stay; splitting it would break its MAC",
                         src.path
