@@ -236,6 +236,7 @@ impl Repo {
                 },
             })
             .collect();
+        repo.files.reserve_exact(loaded.len());
         for outcome in loaded {
             match outcome {
                 Loaded::Skipped(rel, reason) => {

@@ -612,6 +612,8 @@ impl Builder<'_, '_> {
                     applied.push((r.object, r.key.clone()));
                 }
             }
+            // Kept for the whole run, and there is one per layer of a fleet: no growth slack.
+            inventory.shrink_to_fit();
             variants.push(Variant {
                 dir,
                 bindings,
@@ -620,6 +622,7 @@ impl Builder<'_, '_> {
                 error,
             });
         }
+        variants.shrink_to_fit();
         let layer = &mut self.layers[id];
         layer.source_root = Some(root);
         layer.variants = variants;

@@ -359,6 +359,7 @@ impl YamlFile {
         if let (None, Some(last)) = (&error, docs.last_mut()) {
             last.region.end = file.text.len();
         }
+        docs.shrink_to_fit();
         file.docs = docs;
         (file, error)
     }
