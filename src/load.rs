@@ -275,6 +275,7 @@ impl Repo {
             }
         }
         repo.index_dirs();
+        repo.debug_assert_sorted();
         Ok(repo)
     }
 
@@ -319,7 +320,16 @@ impl Repo {
             repo.files.push(source);
         }
         repo.index_dirs();
+        repo.debug_assert_sorted();
         repo
+    }
+
+    /// `file_id` is a binary search: `files` must be sorted by path, each path once.
+    fn debug_assert_sorted(&self) {
+        debug_assert!(
+            self.files.windows(2).all(|w| w[0].path < w[1].path),
+            "Repo::files must be sorted by path"
+        );
     }
 
     fn index_dirs(&mut self) {

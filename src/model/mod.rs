@@ -24,6 +24,9 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::Diagnostic;
 use crate::load::Repo;
 
+/// Objects by (kind, name), in repository order.
+type KindNameIndex = HashMap<(Name, Name), Vec<ObjectIdx>>;
+
 /// What the user told the model that it cannot infer.
 #[derive(Clone, Debug, Default)]
 pub struct ModelOptions {
@@ -52,8 +55,9 @@ pub struct Model<'r> {
     /// `users_of_file(f)` is `file_users[file_users_start[f]..file_users_start[f + 1]]`.
     file_users_start: Vec<u32>,
     file_users: Vec<(LayerId, usize)>,
-    /// Objects by (kind, name), in repository order; built on first use (see `find_object`).
-    by_kind_name: OnceLock<HashMap<(Name, Name), Vec<ObjectIdx>>>,
+    /// How many objects were known and their (kind, name) index, built on first use (see
+    /// `find_object`).
+    by_kind_name: OnceLock<(usize, KindNameIndex)>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -171,14 +175,19 @@ impl<'r> Model<'r> {
         name: &str,
         namespace: Option<&str>,
     ) -> Option<ObjectIdx> {
-        let index = self.by_kind_name.get_or_init(|| {
-            let mut index: HashMap<(Name, Name), Vec<ObjectIdx>> = HashMap::default();
+        let (indexed, index) = self.by_kind_name.get_or_init(|| {
+            let mut index = KindNameIndex::default();
             for (idx, o) in self.objects.iter().enumerate() {
                 let key = (o.key.kind.clone(), o.key.name.clone());
                 index.entry(key).or_default().push(idx);
             }
-            index
+            (self.objects.len(), index)
         });
+        debug_assert_eq!(
+            *indexed,
+            self.objects.len(),
+            "find_object was indexed before every object was known"
+        );
         let candidates = index.get(&(Name::from(kind), Name::from(name)))?;
         candidates.iter().copied().find(|&idx| {
             let ns = self.objects[idx].key.namespace.as_deref();
