@@ -2,7 +2,7 @@
 //!
 //! Stages, one module each: [`load`] the files, [`parse`] them into span trees, build the
 //! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
-//! fixes and [`emit`] the result.
+//! fixes (at rest, and in motion through the [`rollout`] model) and [`emit`] the result.
 
 pub mod diagnostics;
 pub mod edit;
@@ -10,5 +10,6 @@ pub mod emit;
 pub mod load;
 pub mod model;
 pub mod parse;
+pub mod rollout;
 pub mod rules;
 pub mod verify;

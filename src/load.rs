@@ -13,6 +13,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
 
+pub mod revision;
+
 /// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 

@@ -38,6 +38,9 @@ enum Command {
     /// Rewrite risky layouts into the safe one. Prints a unified diff (git apply / patch -p1)
     /// and writes nothing unless --write or --commit is given. Every fix is verified first.
     Fix(FixArgs),
+    /// Play Flux on the repository offline: what failing objects stall (--fail), or what a
+    /// change does as Flux rolls it out, step by step, and what it deletes (--from/--to).
+    Simulate(SimulateArgs),
     /// Print a rule's documentation: what it detects, why, its fix and the fix's trade-off.
     Explain {
         /// Rule id, e.g. FM001.
@@ -120,6 +123,32 @@ struct CheckArgs {
     /// Run only this rule (e.g. FM001); repeatable.
     #[arg(long = "rule", value_name = "ID")]
     rules: Vec<String>,
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    #[command(flatten)]
+    repo: RepoArgs,
+    /// An object that fails its health check, as KIND/NAMESPACE/NAME (KIND/NAME when
+    /// cluster-scoped), e.g. FluxInstance/flux-system/flux; repeatable. Shows which layers go
+    /// Ready=False or DependencyNotReady, whose status is masked, and whether a corrective commit
+    /// can still arrive — before and after the fixes `fluxmend fix` would make.
+    #[arg(
+        long = "fail",
+        value_name = "KIND/NAMESPACE/NAME",
+        conflicts_with = "from"
+    )]
+    fail: Vec<String>,
+    /// Play the change from this git revision (e.g. main, HEAD~1, a commit id) to --to: every
+    /// layer's step in an order Flux may take and every live object deleted on the way.
+    /// Exit 1 when something is deleted with a consequence worse than pods restarting.
+    #[arg(long, value_name = "REV")]
+    from: Option<String>,
+    /// The revision the change goes to (default: the work tree as it is).
+    #[arg(long, value_name = "REV", requires = "from")]
+    to: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
 #[derive(Args)]
@@ -257,6 +286,96 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     Ok(ExitCode::from(u8::from(changed)))
 }
 
+/// How many rounds of `fix` `simulate --fail` applies to reach the fixed layout (a phased fix
+/// takes two).
+const MAX_PHASES: usize = 4;
+
+fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
+    use fluxmend::emit::simulate as out;
+    use fluxmend::rollout::{self, failure};
+    let usage = |e: String| {
+        eprintln!("fluxmend: {e}");
+        ExitCode::from(2)
+    };
+    if let Some(from) = &args.from {
+        let revision = |rev: &str| {
+            fluxmend::load::revision::load_revision(&args.repo.path, rev)
+                .map_err(|e| usage(e.to_string()))
+        };
+        let (before, _from_dir) = revision(from)?;
+        let (after, _to_dir) = match &args.to {
+            Some(to) => {
+                let (repo, dir) = revision(to)?;
+                (repo, Some(dir))
+            }
+            None => (load(&args.repo)?.0, None),
+        };
+        let options = ModelOptions {
+            roots: args.repo.roots.clone(),
+            source_root: args.repo.source_root.clone(),
+        };
+        let played = rollout::play(
+            &Model::build(&before, &options),
+            &Model::build(&after, &options),
+        );
+        print!(
+            "{}",
+            match args.format {
+                Format::Text => out::rollout_text(&played),
+                Format::Json => out::rollout_json(&played),
+            }
+        );
+        let harmful = played.deletions().any(|d| d.consequence.is_harmful());
+        return Ok(ExitCode::from(u8::from(harmful)));
+    }
+    if args.fail.is_empty() {
+        return Err(usage(
+            "simulate needs --fail KIND/NAMESPACE/NAME or --from REV (see fluxmend simulate --help)"
+                .into(),
+        ));
+    }
+    let targets = args
+        .fail
+        .iter()
+        .map(|t| failure::Target::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let (repo, options) = load(&args.repo)?;
+    let model = Model::build(&repo, &options);
+    let before = failure::simulate(&model, &targets);
+    // Every phase of every fix, applied in turn: the layout the fixes lead to.
+    let mut fixed: Option<Repo> = None;
+    for _ in 0..MAX_PHASES {
+        let next = {
+            let base = fixed.as_ref().unwrap_or(&repo);
+            let model = Model::build(base, &options);
+            let findings = fluxmend::rules::run(&model, &[]);
+            let plan = fluxmend::verify::gates::plan_with(
+                base,
+                &model,
+                &options,
+                findings,
+                VerifyMode::Builtin,
+                None,
+            );
+            if plan.files.is_empty() {
+                break;
+            }
+            base.with_changes(&fluxmend::emit::apply::as_overlay(&plan.files))
+        };
+        fixed = Some(next);
+    }
+    let after = fixed.map(|r| failure::simulate(&Model::build(&r, &options), &targets));
+    print!(
+        "{}",
+        match args.format {
+            Format::Text => out::failure_text(&before, after.as_deref()),
+            Format::Json => out::failure_json(&before, after.as_deref()),
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -269,6 +388,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::Graph(args) => graph(args),
         Command::Fix(args) => fix(args),
+        Command::Simulate(args) => simulate(args),
         Command::Explain { rule } => match fluxmend::rules::by_id(&rule) {
             Some(r) => {
                 print!("{}", r.meta().doc);

@@ -1,5 +1,6 @@
 //! The diff `fix` prints is a contract: `git apply` and `patch -p1` both turn each fixture's
-//! `before/` tree into its `after/` tree (renames included).
+//! `before/` tree into its `after/` tree (renames included) — through `phase1/` for a move done
+//! in two phases.
 
 mod common;
 
@@ -15,9 +16,18 @@ fn git_apply_and_patch_reproduce_every_after_tree() {
         .map(|t| t.case)
         .collect();
     assert!(cases.len() >= 7, "{cases:?}");
-    for case in cases {
-        let before = fixture(&case, "before");
-        let after = fixture(&case, "after");
+    let steps = cases.iter().flat_map(|case| {
+        let phase1 = fixture(case, "phase1");
+        let stages = if phase1.is_dir() {
+            vec![fixture(case, "before"), phase1, fixture(case, "after")]
+        } else {
+            vec![fixture(case, "before"), fixture(case, "after")]
+        };
+        (0..stages.len() - 1)
+            .map(|i| (case.clone(), stages[i].clone(), stages[i + 1].clone()))
+            .collect::<Vec<_>>()
+    });
+    for (case, before, after) in steps {
         let run = fluxmend(command_args("fix", &before, &[]));
         assert_eq!(run.code, 1, "{case}");
         for tool in ["git", "patch"] {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::{
     Run, TempRepo, assert_fix_writes_after_tree, differing_paths, fixture, fluxmend, git,
-    git_repo_with, kubectl_kustomize, tree,
+    git_repo_with, kubectl_kustomize, strip_protection, tree,
 };
 
 const CASES: &[&str] = &[
@@ -31,6 +31,17 @@ fn findings_and_diffs_match_snapshots() {
         assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
         insta::assert_snapshot!(format!("{case}-report"), report);
         insta::assert_snapshot!(format!("{case}-diff"), diff);
+        let phase1 = fixture(case, "phase1");
+        if phase1.is_dir() {
+            let second = fluxmend(["fix", phase1.to_str().unwrap()]);
+            assert_eq!(
+                second.code, 1,
+                "{case}: phase 2 is a diff\n{}",
+                second.stderr
+            );
+            insta::assert_snapshot!(format!("{case}-phase2-report"), second.stderr);
+            insta::assert_snapshot!(format!("{case}-phase2-diff"), second.stdout);
+        }
     }
 }
 
@@ -80,6 +91,15 @@ fn rendered_objects(root: &Path) -> BTreeMap<String, usize> {
     out
 }
 
+/// The documents with the annotation a phased move adds removed.
+fn without_protection(docs: BTreeMap<String, usize>) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (doc, n) in docs {
+        *out.entry(strip_protection(&doc)).or_insert(0) += n;
+    }
+    out
+}
+
 /// Documents as canonical YAML text (comments and formatting dropped).
 fn normalise(text: &str) -> Vec<String> {
     yaml_rust2::YamlLoader::load_from_str(text)
@@ -97,8 +117,10 @@ fn normalise(text: &str) -> Vec<String> {
 #[test]
 fn kubectl_renders_the_same_objects_before_and_after() {
     for case in CASES {
-        let before = rendered_objects(&fixture(case, "before"));
-        let after = rendered_objects(&fixture(case, "after"));
+        // The one change a phased move makes to an object is its prune: disabled annotation:
+        // compared without it.
+        let before = without_protection(rendered_objects(&fixture(case, "before")));
+        let after = without_protection(rendered_objects(&fixture(case, "after")));
         assert!(before.len() > 3, "{case}: rendered too little to compare");
         assert_eq!(before, after, "{case}: objects rendered differ");
     }
@@ -179,13 +201,31 @@ fn commit_creates_one_commit_with_only_the_fix() {
     let parent = git(repo.path(), &["rev-parse", "HEAD"]);
     let run = fluxmend(["fix", "--commit", "--branch", "fluxmend/fm001", root]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(git(repo.path(), &["rev-parse", "HEAD^"]), parent);
     assert_eq!(
         git(repo.path(), &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
         "fluxmend/fm001"
     );
+    // Phase 1 (the layer prunes): the instances are protected where they are.
     let message = git(repo.path(), &["log", "-1", "--format=%B"]);
     assert!(message.starts_with("fluxmend: fix FM001"), "{message}");
+    assert!(message.contains("Phase 1 of 2"), "{message}");
+    assert!(
+        message.contains("Before the next phase, confirm"),
+        "{message}"
+    );
+    let changed = git(repo.path(), &["show", "--name-status", "--format=", "HEAD"]);
+    assert_eq!(
+        changed.lines().collect::<Vec<_>>(),
+        [
+            "M\tk8s/providers/docker/infrastructure/controllers/flux-instance/flux-instance.yaml",
+            "M\tk8s/providers/hetzner/infrastructure/controllers/flux-instance/flux-instance.yaml",
+        ]
+    );
+    // Phase 2, the move, on top.
+    let run = fluxmend(["fix", "--commit", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let message = git(repo.path(), &["log", "-1", "--format=%B"]);
+    assert!(message.contains("Phase 2 of 2"), "{message}");
     assert!(
         message.contains("trade-off: Health gating is lost"),
         "{message}"
@@ -200,6 +240,7 @@ fn commit_creates_one_commit_with_only_the_fix() {
             "M\tk8s/providers/hetzner/infrastructure/controllers/kustomization.yaml",
         ]
     );
+    assert_eq!(git(repo.path(), &["rev-parse", "HEAD~2"]), parent);
     assert_eq!(
         git(repo.path(), &["status", "--porcelain"]),
         "",
@@ -218,13 +259,15 @@ fn commit_creates_one_commit_with_only_the_fix() {
 #[test]
 fn commit_refuses_a_dirty_file_and_writes_nothing() {
     let repo = git_repo_with("seed000-oci-provider");
-    repo.append("k8s/clusters/base/kustomization.yaml", "# local edit\n");
+    let instance =
+        "k8s/providers/hetzner/infrastructure/controllers/flux-instance/flux-instance.yaml";
+    repo.append(instance, "# local edit\n");
     let before = tree(repo.path());
     let run = fluxmend(["fix", "--commit", repo.path().to_str().unwrap()]);
     let err = &run.stderr;
     assert_eq!(run.code, 2, "{err}");
     assert!(
-        err.contains("uncommitted changes") && err.contains("k8s/clusters/base/kustomization.yaml"),
+        err.contains("uncommitted changes") && err.contains(instance),
         "{err}"
     );
     assert_eq!(tree(repo.path()), before, "nothing written");

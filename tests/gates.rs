@@ -56,6 +56,15 @@ data:
 /// and the `shop` sub-kustomization.
 fn layout() -> TempRepo {
     let repo = TempRepo::with_flux_instance();
+    // Protected already, so that the rule's fix is the move itself (one step on this pruning
+    // layer); the unprotected case is the transition gate's test below.
+    repo.write(
+        "apps/flux.yaml",
+        common::FLUX_INSTANCE.replace(
+            "  namespace: flux-system\n",
+            "  namespace: flux-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+        ),
+    );
     repo.write("apps/kustomization.yaml", APPS_KUSTOMIZATION)
         .write("apps/shop/kustomization.yaml", SHOP_KUSTOMIZATION)
         .write("apps/shop/cm.yaml", SHOP_CM);
@@ -143,11 +152,7 @@ fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding 
         .merge(&extra)
         .expect("planted edits do not overlap the rule's");
     let mut f = finding.clone();
-    f.fix = Some(Fix {
-        description: "a deliberately wrong fix".into(),
-        tradeoff: "none",
-        changes,
-    });
+    f.fix = Some(Fix::new("a deliberately wrong fix".into(), "none", changes));
     f
 }
 
@@ -477,4 +482,73 @@ fn every_fixture_fix_is_verified_by_builtin_and_kustomize() {
         );
     }
     assert!(fixed >= 6, "only {fixed} fixtures had a fix");
+}
+
+/// The one-step move of the FluxInstance on a layer that prunes (what `fix` printed before the
+/// rollout model existed): every at-rest gate accepts it, and only the transition gate sees that
+/// the old layer prunes the instance before the new layer applies it.
+#[test]
+fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
+    let case = "seed000-oci-provider";
+    let before = common::fixture(case, "before");
+    let (phase1, after) = (
+        common::tree(&common::fixture(case, "phase1")),
+        common::tree(&common::fixture(case, "after")),
+    );
+    let repo = Repo::load(&before).unwrap();
+    let options = ModelOptions::default();
+    let model = Model::build(&repo, &options);
+    let findings = fluxmend::rules::run(&model, &["FM001".to_string()]);
+    let finding = findings
+        .iter()
+        .find(|f| f.fix.is_some())
+        .expect("a fixed finding");
+    // The move alone: what phase 2 changes, applied without phase 1's protection.
+    let mut changes = Changeset::default();
+    for (path, bytes) in &after {
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        match phase1.get(path) {
+            Some(old) if old == bytes => {}
+            Some(_) => {
+                let id = repo.file_id(path).unwrap();
+                let len = repo.file(id).yaml.text.len();
+                changes.edit(
+                    path,
+                    TextEdit {
+                        start: 0,
+                        end: len,
+                        text,
+                    },
+                );
+            }
+            None => changes.create(path, text),
+        }
+    }
+    // Keep the instances as they are in before/ (no annotation).
+    changes
+        .files
+        .retain(|p, _| !p.ends_with("flux-instance/flux-instance.yaml"));
+    let planted = planted(finding, false, changes);
+    let failure = gates::builtin_gate(&repo, &model, &options, &planted)
+        .expect_err("the one-step move must be refused");
+    assert_eq!(failure.gate, Gate::Transition, "{failure:?}");
+    for needle in [
+        "infrastructure-controllers deletes FluxInstance/flux-system/flux",
+        "flux-operator uninstalls Flux",
+    ] {
+        assert!(failure.reason.contains(needle), "{}", failure.reason);
+    }
+    // The same move on the protected tree passes.
+    let protected = Repo::load(&common::fixture(case, "phase1")).unwrap();
+    let pmodel = Model::build(&protected, &options);
+    let pfindings = fluxmend::rules::run(&pmodel, &["FM001".to_string()]);
+    let pf = pfindings.iter().find(|f| f.fix.is_some()).expect("phase 2");
+    assert!(
+        pf.fix
+            .as_ref()
+            .unwrap()
+            .description
+            .starts_with("phase 2 of 2")
+    );
+    gates::builtin_gate(&protected, &pmodel, &options, pf).expect("phase 2 passes");
 }

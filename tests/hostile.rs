@@ -522,8 +522,19 @@ fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
     let (repo, _, _) = hostile_repo(&outside.path().join("cm.yaml"));
     let before = tree(repo.path());
 
+    // The layer prunes: phase 1 protects the instance where it is, phase 2 moves it.
+    let first = repo.run_within("fix", &["--write"], Duration::from_secs(120));
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    assert!(first.stderr.contains("phase 1 of 2"), "{}", first.stderr);
+    assert_eq!(
+        differing_paths(&before, &tree(repo.path())),
+        ["apps/flux.yaml"],
+        "{}",
+        first.stderr
+    );
     let r = repo.run_within("fix", &["--write"], Duration::from_secs(120));
     assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("phase 2 of 2"), "{}", r.stderr);
     assert!(
         r.stderr
             .contains("file(s) written; verified: builtin + kustomize"),

@@ -370,6 +370,15 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
             (Some(fix), _) => {
                 let _ = writeln!(out, "  fix: {}", fix.description);
                 let _ = writeln!(out, "  trade-off: {}", fix.tradeoff);
+                if let Some(p) = &fix.phase {
+                    if p.phase < p.phases {
+                        let _ =
+                            writeln!(out, "  before phase {}: confirm {}", p.phase + 1, p.confirm);
+                    } else {
+                        let _ = writeln!(out, "  precondition: {}", p.confirm);
+                    }
+                    let _ = writeln!(out, "  afterwards: {}", p.stays);
+                }
             }
             (None, Some(reason)) => {
                 let _ = writeln!(out, "  no fix: {reason}");
@@ -387,6 +396,9 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
     if files > 0 {
         for note in &plan.not_verified {
             let _ = writeln!(out, "  not verified: {note}");
+        }
+        for note in &plan.rollout_notes {
+            let _ = writeln!(out, "  {note}");
         }
     }
     out
@@ -409,11 +421,16 @@ pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String 
         .iter()
         .map(|f| {
             let mut v = finding_json(f);
-            v["fix"] = json!(
-                f.fix
-                    .as_ref()
-                    .map(|x| json!({"description": x.description, "tradeoff": x.tradeoff}))
-            );
+            v["fix"] = json!(f.fix.as_ref().map(|x| {
+                let mut fix = json!({"description": x.description, "tradeoff": x.tradeoff});
+                if let Some(p) = &x.phase {
+                    fix["phase"] = json!(p.phase);
+                    fix["phases"] = json!(p.phases);
+                    fix["confirm"] = json!(p.confirm);
+                    fix["stays"] = json!(p.stays);
+                }
+                fix
+            }));
             v["no_fix_reason"] = json!(f.no_fix_reason);
             v
         })
@@ -430,7 +447,7 @@ pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String 
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified});
+    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
@@ -446,6 +463,22 @@ pub fn commit_message(plan: &crate::verify::Plan) -> String {
         let _ = writeln!(out, "  finding: {}", f.message);
         let _ = writeln!(out, "  fix: {}", fix.description);
         let _ = writeln!(out, "  trade-off: {}\n", fix.tradeoff);
+        if let Some(p) = &fix.phase {
+            let _ = writeln!(
+                out,
+                "Phase {} of {} of a move that cannot roll out safely in one step.",
+                p.phase, p.phases
+            );
+            if p.phase < p.phases {
+                let _ = writeln!(out, "Before the next phase, confirm {}", p.confirm);
+            } else {
+                let _ = writeln!(out, "Precondition: {}", p.confirm);
+            }
+            let _ = writeln!(out, "Afterwards: {}\n", p.stays);
+        }
+    }
+    for note in &plan.rollout_notes {
+        let _ = writeln!(out, "Rollout: {note}");
     }
     if plan.verified_by.is_empty() {
         let _ = writeln!(out, "NOT verified before writing (--verify off).");

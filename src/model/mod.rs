@@ -9,7 +9,10 @@ mod objects;
 mod paths;
 mod required;
 
-pub use flux::{HealthCheck, Layer, LayerId, LayerRef, SourceRef, Variant};
+pub use flux::{
+    FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef,
+    Variant,
+};
 pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,
     display_dir, is_namespaced,

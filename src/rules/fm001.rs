@@ -10,8 +10,9 @@ use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_d
 use crate::parse::{NodeId, YamlFile};
 
 use super::layer_split::{
-    bringing_entry, copy_entry, entry_location, free_name, layer_document_head, prefix, register,
-    relative_below, remove_items, remove_resource_entry, spec_indent,
+    bringing_entry, copy_entry, entry_location, free_name, layer_document_head, needs_protection,
+    prefix, protect_first, register, relative_below, remove_items, remove_resource_entry,
+    second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -25,8 +26,11 @@ static META: RuleMeta = RuleMeta {
 };
 
 const TRADEOFF: &str = "Health gating is lost for an object nobody consumes (the controllers \
-and CRDs dependents need stay gated by the old layer); a bad FluxInstance now stalls only itself, \
-and a corrective commit can always arrive.";
+and CRDs dependents need stay gated by the old layer); a bad FluxInstance now stalls only itself \
+instead of every layer behind the old one, and its failure shows as its own layer's instead of a \
+timeout of the old one. It does not make a bad trust setting of the root source (spec.verify, \
+credentials) correctable through Git: a source that rejects every revision rejects the \
+correcting one too (see `fluxmend simulate --fail`).";
 
 /// Name of the layer the instance moves to.
 const NEW_LAYER: &str = "flux-instance";
@@ -138,7 +142,7 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         .iter()
         .map(|(p, n)| format!("{p}={n}"))
         .collect();
-    let mut message = format!("{} ({how}) health-gates {} {}", layer.id, r.key.kind, r.key);
+    let mut message = format!("{} ({how}) health-gates {}", layer.id, r.key);
     if !bindings.is_empty() {
         message.push_str(&format!(" [variant {}]", bindings.join(", ")));
     }
@@ -223,14 +227,14 @@ fn plan_fix(
             .lookup(obj.root, &["spec", "healthChecks"])
             .ok_or("healthChecks not found")?;
         remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
-        return Ok(Fix {
-            description: format!(
+        return Ok(Fix::new(
+            format!(
                 "drop the healthChecks entries of {} that gate the FluxInstance",
                 layer.id
             ),
-            tradeoff: TRADEOFF,
+            TRADEOFF,
             changes,
-        });
+        ));
     }
     let dedicated =
         gated.iter().all(|(v, _)| is_dedicated(v, model)) && model.dependents(layer_id).is_empty();
@@ -243,19 +247,40 @@ fn plan_fix(
         if let Some(list) = file.yaml.lookup(obj.root, &["spec", "healthChecks"]) {
             remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
         }
-        return Ok(Fix {
-            description: format!(
+        return Ok(Fix::new(
+            format!(
                 "set wait: false on {}, which is dedicated to the FluxInstance",
                 layer.id
             ),
-            tradeoff: TRADEOFF,
+            TRADEOFF,
             changes,
-        });
+        ));
     }
-    split_out(model, layer, gated, changes)
+    // Moving the instance off a layer that prunes: the old layer reconciles the move first (the
+    // new layer depends on it) and would prune the instance, and flux-operator would uninstall
+    // Flux. So the instance is protected where it is first, and moved once that is applied.
+    let unprotected = needs_protection(model, layer, gated.iter().map(|(_, r)| *r), |_| false);
+    if !unprotected.is_empty() {
+        return protect_first(
+            model,
+            layer,
+            &unprotected,
+            "deleting a FluxInstance makes flux-operator uninstall Flux",
+            TRADEOFF,
+            STAYS,
+        );
+    }
+    let mut fix = split_out(model, layer, gated, changes)?;
+    if layer.prune {
+        second_phase(&mut fix, layer, STAYS);
+    }
+    Ok(fix)
 }
 
-/// Move the instance into a layer of its own (the seed's designed fix).
+/// What stays after the move.
+const STAYS: &str = "the instance keeps kustomize.toolkit.fluxcd.io/prune: disabled for good: removing it from Git, or deleting the layer that applies it, must never make flux-operator uninstall Flux";
+
+/// Move the instance into a layer of its own (the fix designed in devantler-tech/platform#3006).
 fn split_out(
     model: &Model,
     layer: &Layer,
@@ -292,14 +317,14 @@ fn split_out(
     let path_text = format!("{}/{}", layer.path.trim_end_matches('/'), subpath);
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
     register(model, layer, &[(name.clone(), doc)], &mut changes)?;
-    Ok(Fix {
-        description: format!(
+    Ok(Fix::new(
+        format!(
             "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false)",
             layer.id, layer.id.name
         ),
-        tradeoff: TRADEOFF,
+        TRADEOFF,
         changes,
-    })
+    ))
 }
 
 /// Make sure the instance has a folder of its own below the variant directory, and stop the old
@@ -439,6 +464,7 @@ fn new_layer_document(
         edit::scalar_text(&layer.id.name)
     ));
     line(&format!("{indent}wait: false"));
-    line(&format!("{indent}prune: true"));
+    // The old layer's prune setting, as it was (absent: Flux's default, false).
+    copy_entry(yaml, spec, "prune", &indent, &mut line);
     out
 }

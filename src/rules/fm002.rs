@@ -16,9 +16,11 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 use super::disposable::{Analysis, Bundle, REPO_FILE};
 use super::layer_split::{
     bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name, layer_document_head,
-    modelines, prefix, register, relative_below, remove_items, resources_list, spec_indent,
+    modelines, needs_protection, prefix, protect_first, register, relative_below, remove_items,
+    resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
+use crate::rollout::restarts_only;
 
 pub struct DisposableWorkloadInGatedLayer;
 
@@ -265,7 +267,58 @@ struct Touched {
     kustomizations: BTreeSet<FileId>,
 }
 
+/// The move of the workloads and what only they use into a layer of their own — in two phases
+/// when the old layer prunes: the moved objects would be deleted before their new layer applies
+/// them (it runs after the old one, or in no guaranteed order), so phase 1 protects them where
+/// they are and the move comes once that is applied. A disposable workload of a kind that only
+/// restarts (its pods) may be recreated; what carries data, identity or a release may not.
 fn plan_fix(
+    an: &mut Analysis,
+    layer_id: LayerId,
+    vi: usize,
+    bundle: &Bundle,
+) -> Result<Fix, String> {
+    let mut fix = plan_move(an, layer_id, vi, bundle)?;
+    let model = an.model;
+    let layer = model.layer(layer_id);
+    let inventory = &layer.variants[vi].inventory;
+    let gated: BTreeSet<ObjectIdx> = bundle
+        .gated
+        .iter()
+        .map(|&(i, _)| inventory[i].object)
+        .collect();
+    let restarts = |r: &Rendered| gated.contains(&r.object) && restarts_only(&r.key);
+    let moved: Vec<&Rendered> = inventory
+        .iter()
+        .filter(|r| bundle.moved.contains(&r.object))
+        .collect();
+    let unprotected = needs_protection(model, layer, moved.iter().copied(), restarts);
+    if !unprotected.is_empty() {
+        return protect_first(
+            model,
+            layer,
+            &unprotected,
+            "deleting them would lose what they hold (a volume's data, a Secret, a ServiceAccount's tokens, a Helm release) until the new layer applies them again",
+            TRADEOFF,
+            STAYS,
+        );
+    }
+    fix.may_restart = moved
+        .iter()
+        .filter(|r| restarts(r))
+        .map(|r| r.key.clone())
+        .collect();
+    if layer.prune && moved.iter().any(|r| !restarts(r)) {
+        second_phase(&mut fix, layer, STAYS);
+    }
+    Ok(fix)
+}
+
+/// What stays after a phased move.
+const STAYS: &str = "the moved objects keep kustomize.toolkit.fluxcd.io/prune: disabled; once the new layer has applied them, a later commit may remove the annotation (the new layer then owns them, and removing it deletes nothing)";
+
+/// Plan the move of the workloads and what only they use (see [`plan_fix`]).
+fn plan_move(
     an: &mut Analysis,
     layer_id: LayerId,
     vi: usize,
@@ -448,11 +501,7 @@ fn plan_fix(
             layer.id.name
         ));
     }
-    Ok(Fix {
-        description,
-        tradeoff: TRADEOFF,
-        changes,
-    })
+    Ok(Fix::new(description, TRADEOFF, changes))
 }
 
 /// The outermost folder of the chain that renders moved objects only, or the files.

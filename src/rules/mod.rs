@@ -55,6 +55,42 @@ pub struct Fix {
     pub description: String,
     pub tradeoff: &'static str,
     pub changes: Changeset,
+    /// Set when the fix is one phase of a move that cannot be rolled out safely in one step.
+    pub phase: Option<Phase>,
+    /// Objects this fix annotates `kustomize.toolkit.fluxcd.io/prune: disabled` where they are:
+    /// the render gates accept exactly that change of their content.
+    pub protects: Vec<ObjectKey>,
+    /// Disposable workloads whose deletion and re-creation during the rollout (pods restart)
+    /// the fix accepts and says so; the transition gate refuses any other deletion.
+    pub may_restart: Vec<ObjectKey>,
+}
+
+impl Fix {
+    /// A one-step fix that protects nothing and accepts no restart.
+    pub fn new(description: String, tradeoff: &'static str, changes: Changeset) -> Fix {
+        Fix {
+            description,
+            tradeoff,
+            changes,
+            phase: None,
+            protects: Vec::new(),
+            may_restart: Vec::new(),
+        }
+    }
+}
+
+/// One phase of a move done in steps (expand, then contract): the first protects what will move
+/// from the old layer's prune, the next moves it once the cluster runs the first.
+#[derive(Clone, Debug, Serialize)]
+pub struct Phase {
+    /// This phase's number, from 1.
+    pub phase: u8,
+    /// How many phases the move takes.
+    pub phases: u8,
+    /// What to confirm on the cluster before running `fix` for the next phase.
+    pub confirm: String,
+    /// What stays in the repository after the last phase.
+    pub stays: String,
 }
 
 /// Every rule fluxmend knows, in id order.

@@ -61,6 +61,8 @@ pub enum Gate {
     Convergence,
     /// A real kustomize renders the same objects.
     Kustomize,
+    /// As Flux rolls the change out, no live object is deleted.
+    Transition,
 }
 
 impl fmt::Display for Gate {
@@ -70,6 +72,7 @@ impl fmt::Display for Gate {
             Gate::Render => "render gate",
             Gate::Convergence => "convergence",
             Gate::Kustomize => "kustomize gate",
+            Gate::Transition => "transition gate",
         })
     }
 }
@@ -127,6 +130,8 @@ pub fn builtin_gate(
                 .to_string();
             let gate = if reason.starts_with("convergence") {
                 Gate::Convergence
+            } else if reason.starts_with("transition gate") {
+                Gate::Transition
             } else if reason.starts_with("YAML") {
                 Gate::Yaml
             } else {
@@ -154,7 +159,7 @@ pub fn kustomize_gate(
         return Ok(kustomize::Outcome::default());
     };
     let files = apply::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
-    kustomize::check(tool, repo, model, options, &files).map_err(fail)
+    kustomize::check(tool, repo, model, options, &files, &fix.protects).map_err(fail)
 }
 
 /// `fix`: verify every finding's fix with the gates of `mode` (`tool`: the kustomize renderer,
@@ -197,7 +202,7 @@ pub fn plan_with(
         return plan;
     }
     let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
-    match kustomize::check(tool, repo, model, options, &plan.files) {
+    match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
         Ok(outcome) => {
             plan.not_verified.extend(outcome.not_verified);
             return plan;
@@ -229,7 +234,7 @@ pub fn plan_with(
     if plan.files.is_empty() {
         return plan;
     }
-    match kustomize::check(tool, repo, model, options, &plan.files) {
+    match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
         Ok(outcome) => plan.not_verified.extend(outcome.not_verified),
         Err(e) => {
             for f in &mut plan.findings {
@@ -241,6 +246,15 @@ pub fn plan_with(
         }
     }
     plan
+}
+
+/// The objects the plan's fixes protect in place (their one allowed content change).
+fn protected(plan: &Plan) -> Vec<crate::model::ObjectKey> {
+    plan.findings
+        .iter()
+        .filter_map(|f| f.fix.as_ref())
+        .flat_map(|f| f.protects.iter().cloned())
+        .collect()
 }
 
 fn drop_fix(f: &mut Finding, reason: &str) {
@@ -281,6 +295,9 @@ fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
         findings,
         files,
         verified_by: Vec::new(),
-        not_verified: vec!["--verify off: no gate ran; this change is NOT verified".into()],
+        not_verified: vec![
+            "--verify off: no gate ran; this change is NOT verified, and its rollout was not played (it may delete live objects)".into(),
+        ],
+        rollout_notes: Vec::new(),
     }
 }

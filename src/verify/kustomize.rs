@@ -29,7 +29,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::{MAX_FILE_BYTES, Repo, parent_of};
-use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, RefTarget};
+use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, ObjectKey, RefTarget};
 use crate::parse::{Value, YamlFile};
 
 use super::yaml::show;
@@ -168,6 +168,7 @@ pub fn check(
     model: &Model,
     options: &ModelOptions,
     files: &[FileChange],
+    protects: &[ObjectKey],
 ) -> Result<Outcome, String> {
     let after_repo = repo.with_changes(&apply::as_overlay(files));
     let after = Model::build(&after_repo, options);
@@ -327,8 +328,8 @@ pub fn check(
             .push(format!("layer {}/{}: {reason}", key.1, key.2));
     }
 
-    let before_set = multiset(&before_builds, &touched, &excluded);
-    let after_set = multiset(&after_builds, &touched, &excluded);
+    let before_set = multiset(&before_builds, &touched, &excluded, &[]);
+    let after_set = multiset(&after_builds, &touched, &excluded, protects);
     outcome.objects = before_set.values().map(|(n, _)| n).sum();
     let counts = |m: &Multiset| -> BTreeMap<(usize, Value), usize> {
         m.iter().map(|(k, (n, _))| (k.clone(), *n)).collect()
@@ -692,6 +693,7 @@ fn multiset(
     builds: &[Build],
     touched: &HashSet<LayerKey>,
     excluded: &HashSet<(usize, String, String, String, String)>,
+    protects: &[ObjectKey],
 ) -> Multiset {
     let mut out: Multiset = BTreeMap::new();
     for b in builds {
@@ -709,11 +711,22 @@ fn multiset(
                 && touched.iter().any(|(c, lns, lname)| {
                     *c == b.layer.0 && *lname == name && (ns.is_empty() || *lns == ns)
                 });
+            let protected = protects.iter().any(|k| {
+                k.api_version == api.as_str()
+                    && k.kind == kind.as_str()
+                    && k.name == name.as_str()
+                    && k.namespace.as_deref().unwrap_or_default() == ns
+            });
             if flux_layer || excluded.contains(&(b.layer.0, api, kind, ns, name)) {
                 continue;
             }
+            let doc = if protected {
+                super::without_protection(d.clone())
+            } else {
+                d.clone()
+            };
             let entry = out
-                .entry((b.layer.0, d.clone()))
+                .entry((b.layer.0, doc))
                 .or_insert_with(|| (0, BTreeSet::new()));
             entry.0 += 1;
             entry.1.insert(format!("{}/{}", b.layer.1, b.layer.2));

@@ -1,7 +1,10 @@
 //! Verify: a fix is shown or written only after it proves itself. The YAML gate re-parses every
 //! changed file; the render gate re-models the changed repository and requires every object
-//! rendered before to be rendered after, as often and with identical content, and the finding to
-//! be gone (convergence). A fix that fails a gate is dropped; its finding stays, with the reason.
+//! rendered before to be rendered after, as often and with identical content (a phase that
+//! protects objects may add exactly its `prune: disabled` annotation), and the finding to be gone
+//! or, for a first phase, to move on to its next phase (convergence); the transition gate plays
+//! the change through Flux's reconcile ([`crate::rollout`]) and refuses one that deletes a live
+//! object on the way. A fix that fails a gate is dropped; its finding stays, with the reason.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +12,9 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::Repo;
-use crate::model::{Model, ModelOptions};
+use crate::model::{Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
+use crate::rollout::{self, Consequence, PRUNE_DISABLED};
 use crate::rules::{self, Finding};
 
 pub mod gates;
@@ -27,6 +31,9 @@ pub struct Plan {
     /// What could not be verified, and why (e.g. a layer with a remote resource, or
     /// `--verify off`); shown in every report.
     pub not_verified: Vec<String>,
+    /// What the rollout does that the fixes accept (a disposable workload recreated), said in
+    /// every report.
+    pub rollout_notes: Vec<String>,
 }
 
 /// What stands for an object's content when comparing before and after: an object of a file
@@ -43,6 +50,7 @@ fn rendered_multiset(
     model: &Model,
     skip_layer_objects: &HashSet<(usize, String)>,
     changed: &HashSet<&str>,
+    protects: &[ObjectKey],
 ) -> BTreeMap<(usize, String, Content), usize> {
     let mut out = BTreeMap::new();
     for (_, layer) in model.live_layers() {
@@ -57,7 +65,12 @@ fn rendered_multiset(
             let obj = model.object(r.object);
             let file = model.repo.file(obj.file);
             let content = if changed.contains(file.path.as_str()) {
-                Content::Data(file.yaml.value(obj.root).unwrap_or(Value::Null))
+                let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
+                Content::Data(if protects.contains(&r.key) {
+                    without_protection(value)
+                } else {
+                    value
+                })
             } else {
                 Content::Untouched(file.path.clone(), obj.doc)
             };
@@ -66,6 +79,35 @@ fn rendered_multiset(
         }
     }
     out
+}
+
+/// An object's content without the `prune: disabled` annotation a protecting phase adds (and
+/// without `annotations` when that was its only entry): what must equal the content before.
+pub fn without_protection(value: Value) -> Value {
+    let Value::Map(mut entries) = value else {
+        return value;
+    };
+    for (k, metadata) in entries.iter_mut() {
+        if k.as_str() != Some("metadata") {
+            continue;
+        }
+        let Value::Map(meta) = metadata else { continue };
+        for (mk, annotations) in meta.iter_mut() {
+            if mk.as_str() != Some("annotations") {
+                continue;
+            }
+            if let Value::Map(a) = annotations {
+                a.retain(|(ak, av)| {
+                    !(ak.as_str() == Some(PRUNE_DISABLED.0)
+                        && av.as_str() == Some(PRUNE_DISABLED.1))
+                });
+            }
+        }
+        meta.retain(|(mk, v)| {
+            !(mk.as_str() == Some("annotations") && *v == Value::Map(Vec::new()))
+        });
+    }
+    Value::Map(entries)
 }
 
 /// The (cluster, name) of every layer defined in a changed file, or new: only their own Flux
@@ -94,14 +136,15 @@ fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(us
     out
 }
 
-/// Check one changeset meant to fix `findings`; `Err` says which gate failed and why.
+/// Check one changeset meant to fix `findings`; `Err` says which gate failed and why, `Ok` what
+/// the rollout does that the fixes accept.
 fn check(
     repo: &Repo,
     model: &Model,
     options: &ModelOptions,
     files: &[FileChange],
     findings: &[&Finding],
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     // YAML gate: every changed file parses completely.
     for f in files {
         if let Some(text) = &f.after {
@@ -120,8 +163,10 @@ fn check(
     let touched = touched_layers(model, &after, files);
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let before_set = rendered_multiset(model, &touched, &changed);
-    let after_set = rendered_multiset(&after, &touched, &changed);
+    let fixes = || findings.iter().filter_map(|f| f.fix.as_ref());
+    let protects: Vec<ObjectKey> = fixes().flat_map(|f| f.protects.iter().cloned()).collect();
+    let before_set = rendered_multiset(model, &touched, &changed, &[]);
+    let after_set = rendered_multiset(&after, &touched, &changed, &protects);
     if before_set != after_set {
         let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
         let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
@@ -159,17 +204,90 @@ fn check(
             &rerun.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
         );
         for f in findings {
-            if again.iter().any(|g| {
+            // Same rule, layer, object and place (in a fleet, other clusters have findings with
+            // the same names).
+            let still = again.iter().find(|g| {
                 g.rule == f.rule && g.layer == f.layer && g.object == f.object && g.file == f.file
-            }) {
-                return Err(format!(
-                    "convergence: {} still reports {} in {} after the fix",
-                    f.rule, f.object, f.layer
-                ));
+            });
+            let phase = f.fix.as_ref().and_then(|x| x.phase.as_ref());
+            match (still, phase) {
+                // A phase before the last must leave the finding with its next phase as the fix.
+                (Some(g), Some(p)) if p.phase < p.phases => {
+                    let next = g
+                        .fix
+                        .as_ref()
+                        .map(|x| x.phase.as_ref().map_or(p.phases, |q| q.phase));
+                    if next.is_none_or(|n| n <= p.phase) {
+                        return Err(format!(
+                            "convergence: after phase {} of {} {} offers no next phase for {} in {}",
+                            p.phase, p.phases, f.rule, f.object, f.layer
+                        ));
+                    }
+                }
+                (None, Some(p)) if p.phase < p.phases => {
+                    return Err(format!(
+                        "convergence: phase {} of {} already makes {} stop reporting {} in {}",
+                        p.phase, p.phases, f.rule, f.object, f.layer
+                    ));
+                }
+                (Some(_), _) => {
+                    return Err(format!(
+                        "convergence: {} still reports {} in {} after the fix",
+                        f.rule, f.object, f.layer
+                    ));
+                }
+                _ => {}
             }
         }
     }
-    Ok(())
+    transition_gate(
+        model,
+        &after,
+        fixes().flat_map(|f| f.may_restart.iter()).collect(),
+    )
+}
+
+/// The transition gate: play the change through Flux's reconcile; any live object deleted on the
+/// way fails it, except a disposable workload a fix accepts to restart (returned as a note).
+fn transition_gate(
+    model: &Model,
+    after: &Model,
+    may_restart: Vec<&ObjectKey>,
+) -> Result<Vec<String>, String> {
+    let rollout = rollout::play(model, after);
+    let mut notes = Vec::new();
+    let mut refused = Vec::new();
+    for d in rollout.deletions() {
+        let again = d
+            .recreated_by
+            .as_ref()
+            .map_or(String::new(), |l| format!(", then {l} creates it again"));
+        let line = format!(
+            "{} deletes {} ({}{again}): {}",
+            d.deleted_by, d.object, d.cause, d.effect
+        );
+        if d.consequence == Consequence::Restart && may_restart.contains(&&d.object) {
+            notes.push(format!("rollout: {line} (accepted: a disposable workload)"));
+        } else {
+            refused.push(line);
+        }
+    }
+    if let Some(first) = refused.first() {
+        return Err(format!(
+            "transition gate: as Flux rolls this change out, {first}{}",
+            match refused.len() {
+                1 => String::new(),
+                n => format!(
+                    " (and {} more deletion{})",
+                    n - 1,
+                    if n == 2 { "" } else { "s" }
+                ),
+            }
+        ));
+    }
+    notes.sort();
+    notes.dedup();
+    Ok(notes)
 }
 
 /// Combine every finding's fix (conflicting ones wait for the next run) and verify the
@@ -184,12 +302,18 @@ pub fn plan(
     let combined = combine(&mut findings);
     let files = apply::contents(repo, &combined).unwrap_or_default();
     let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
-    if files.is_empty() || check(repo, model, options, &files, &fixed).is_ok() {
+    let first = if files.is_empty() {
+        Ok(Vec::new())
+    } else {
+        check(repo, model, options, &files, &fixed)
+    };
+    if let Ok(rollout_notes) = first {
         return Plan {
             findings,
             files,
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
+            rollout_notes,
         };
     }
     for finding in &mut findings {
@@ -205,24 +329,34 @@ pub fn plan(
     let combined = combine(&mut findings);
     let files = apply::contents(repo, &combined).unwrap_or_default();
     let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
-    if let Err(reason) = check(repo, model, options, &files, &fixed) {
-        for f in &mut findings {
-            if f.fix.take().is_some() {
-                f.no_fix_reason = Some(format!("fix dropped: the combined change fails: {reason}"));
-            }
-        }
-        return Plan {
+    let verdict = if files.is_empty() {
+        Ok(Vec::new())
+    } else {
+        check(repo, model, options, &files, &fixed)
+    };
+    match verdict {
+        Ok(rollout_notes) => Plan {
             findings,
-            files: Vec::new(),
+            files,
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
-        };
-    }
-    Plan {
-        findings,
-        files,
-        verified_by: vec!["builtin"],
-        not_verified: Vec::new(),
+            rollout_notes,
+        },
+        Err(reason) => {
+            for f in &mut findings {
+                if f.fix.take().is_some() {
+                    f.no_fix_reason =
+                        Some(format!("fix dropped: the combined change fails: {reason}"));
+                }
+            }
+            Plan {
+                findings,
+                files: Vec::new(),
+                verified_by: vec!["builtin"],
+                not_verified: Vec::new(),
+                rollout_notes: Vec::new(),
+            }
+        }
     }
 }
 

@@ -1,0 +1,614 @@
+//! Rollout: what Flux does on the cluster, step by step, when a change merges — the model of
+//! Flux *in motion* that the transition gate and `fluxmend simulate` share. Rule-free: it reads
+//! two models (the repository before and after) and plays the new revision through
+//! kustomize-controller's reconcile of each layer (`internal/controller/kustomization_controller.go`):
+//!
+//! 1. **dependencies** — every `dependsOn` target must be Ready; when it reads the same source it
+//!    must already have applied the new revision. Only such same-source chains order two layers;
+//!    any other pair may go either way, and the worst order counts;
+//! 2. **apply** — the new build is applied with server-side apply, which labels every object
+//!    `kustomize.toolkit.fluxcd.io/name`/`namespace` with the applying layer (ownership moves to
+//!    whichever layer applied an object last);
+//! 3. **prune** (`prune: true`) — objects of the previous inventory missing from the new build are
+//!    deleted, but only when the object in the cluster still carries *this* layer's labels and is
+//!    not annotated `kustomize.toolkit.fluxcd.io/prune: disabled` or
+//!    `kustomize.toolkit.fluxcd.io/reconcile: disabled` (`ssa.DeleteOptions`: `Inclusions` are
+//!    the owner labels, `Exclusions` those two annotations);
+//! 4. **health** — not modelled here; see [`failure`].
+//!
+//! A layer that leaves its parent's build is deleted by the parent's prune, and its own
+//! inventory then follows its `deletionPolicy` (MirrorPrune: deleted when it prunes; Delete and
+//! WaitForTermination: deleted; Orphan: kept). What a deletion means depends on the object:
+//! a FluxInstance makes flux-operator uninstall Flux (`fluxinstance_uninstaller.go`), a
+//! Namespace takes everything in it, a CRD every object of its kind, a PersistentVolumeClaim its
+//! data; anything else applied again later is recreated.
+
+pub mod failure;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::model::{FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, Layer, LayerId, LayerRef, Model};
+use crate::model::{ObjectKey, Rendered, display_dir};
+
+/// The annotation that keeps kustomize-controller from pruning an object (the exemption a
+/// phased move adds first).
+pub const PRUNE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
+/// The other annotation kustomize-controller's prune skips (it also stops the object being
+/// applied).
+const RECONCILE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
+/// flux-operator does not uninstall a FluxInstance that carries this when it is deleted.
+const INSTANCE_RECONCILE_DISABLED: (&str, &str) = ("fluxcd.controlplane.io/reconcile", "disabled");
+
+/// How bad a deletion is, from least to worst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Consequence {
+    /// A workload deleted and applied again: its pods restart.
+    Restart,
+    /// A configuration object (Secret, ConfigMap, ServiceAccount, Service, RBAC…) deleted and
+    /// applied again: what uses it fails until it is back, a Service gets a new address.
+    Recreate,
+    /// Deleted and not applied again by any layer.
+    Removed,
+    /// Its data is gone (a PersistentVolumeClaim or PersistentVolume).
+    DataLoss,
+    /// Deleting it deletes more: a Namespace's objects, a CRD's objects, a HelmRelease's
+    /// release, a Flux Kustomization's inventory.
+    Cascade,
+    /// flux-operator uninstalls Flux: the controllers and everything the instance manages.
+    Uninstall,
+}
+
+impl Consequence {
+    /// Worse than pods restarting: what `simulate` exits 1 for.
+    pub fn is_harmful(self) -> bool {
+        self > Consequence::Restart
+    }
+}
+
+/// One live object deleted during the rollout.
+#[derive(Clone, Debug, Serialize)]
+pub struct Deletion {
+    /// Index of the cluster (root) in the model after the change.
+    #[serde(skip)]
+    pub cluster: usize,
+    pub object: ObjectKey,
+    /// The layer whose prune (or whose removal) deletes it.
+    pub deleted_by: LayerRef,
+    /// The layer that applies it again afterwards, if any.
+    pub recreated_by: Option<LayerRef>,
+    pub consequence: Consequence,
+    /// What the consequence means for this object, in a sentence.
+    pub effect: String,
+    /// Why it is deleted: which step, and why nothing protects it.
+    pub cause: String,
+}
+
+/// What one layer does with the new revision.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    pub layer: LayerRef,
+    pub change: LayerChange,
+    /// Layers that must have applied this revision first (same source, `dependsOn`).
+    pub after: Vec<LayerRef>,
+    /// Objects it applies.
+    pub applies: usize,
+    /// Objects it takes over from another layer (kept: applied before the old layer prunes).
+    pub takes_over: Vec<ObjectKey>,
+    /// Objects that leave its inventory and what happens to each in the cluster.
+    pub leaves: Vec<Leaving>,
+}
+
+/// An object that leaves a layer's inventory.
+#[derive(Clone, Debug, Serialize)]
+pub struct Leaving {
+    pub object: ObjectKey,
+    pub outcome: LeaveOutcome,
+}
+
+/// What the old layer's prune does with an object that left its inventory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeaveOutcome {
+    /// Deleted (see the cluster's deletions).
+    Deleted,
+    /// The layer does not prune: the object stays, still labelled as this layer's.
+    Orphaned,
+    /// Annotated `prune: disabled` (or `reconcile: disabled`) in the cluster: kept.
+    Protected,
+    /// Another layer applied it first and took the ownership labels: kept.
+    HandedOver,
+}
+
+/// How a layer changes with the revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerChange {
+    Added,
+    Removed,
+    Changed,
+    Unchanged,
+}
+
+/// The rollout of one cluster (one root).
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterRollout {
+    /// The root layer, as `namespace/name` and where it is defined.
+    pub root: String,
+    /// Every layer of the cluster in an order Flux may reconcile them.
+    pub steps: Vec<Step>,
+    pub deletions: Vec<Deletion>,
+}
+
+/// The rollout of a change, per cluster.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rollout {
+    pub clusters: Vec<ClusterRollout>,
+}
+
+impl Rollout {
+    /// Every deletion of every cluster.
+    pub fn deletions(&self) -> impl Iterator<Item = &Deletion> {
+        self.clusters.iter().flat_map(|c| c.deletions.iter())
+    }
+}
+
+/// An object as one layer applies it: its identity, the placeholder bindings of the variant it
+/// comes from (objects of different variants never meet on one cluster), and whether it is
+/// exempt from prune.
+#[derive(Clone, Debug)]
+struct Applied {
+    key: ObjectKey,
+    bindings: Vec<(String, String)>,
+    exempt: bool,
+    /// flux-operator leaves Flux installed when this FluxInstance is deleted.
+    instance_disabled: bool,
+    is_instance: bool,
+}
+
+/// One side of a cluster: its live layers by identity.
+struct Side<'m, 'r> {
+    model: &'m Model<'r>,
+    layers: BTreeMap<LayerRef, LayerId>,
+}
+
+impl<'m, 'r> Side<'m, 'r> {
+    fn inventory(&self, id: &LayerRef) -> Vec<Applied> {
+        let Some(&l) = self.layers.get(id) else {
+            return Vec::new();
+        };
+        let layer = self.model.layer(l);
+        layer
+            .variants
+            .iter()
+            .flat_map(|v| {
+                v.inventory.iter().map(|r| {
+                    let annotations = annotations(self.model, layer, r);
+                    let has = |(k, val): (&str, &str)| {
+                        annotations.iter().any(|(ak, av)| ak == k && av == val)
+                    };
+                    Applied {
+                        key: r.key.clone(),
+                        bindings: v.bindings.clone(),
+                        exempt: has(PRUNE_DISABLED) || has(RECONCILE_DISABLED),
+                        instance_disabled: has(INSTANCE_RECONCILE_DISABLED),
+                        is_instance: self.model.is_flux_instance(r.object),
+                    }
+                })
+            })
+            .collect()
+    }
+
+    fn layer(&self, id: &LayerRef) -> Option<&'m Layer> {
+        self.layers.get(id).map(|&l| self.model.layer(l))
+    }
+}
+
+/// The annotations an object carries once applied: its own, its kustomizations'
+/// `commonAnnotations`, and the layer's `commonMetadata.annotations` (what kustomize-controller
+/// sets on every object it applies). Patches that add annotations are not modelled, which only
+/// makes an object look less protected than it is.
+pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut read = |file: usize, node: Option<crate::parse::NodeId>| {
+        let yaml = &model.repo.file(file).yaml;
+        if let Some(map) = node {
+            for &(k, v) in yaml.entries(map) {
+                if let (Some(k), Some(v)) = (yaml.scalar(k), yaml.scalar(v)) {
+                    out.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
+    };
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    read(
+        obj.file,
+        yaml.lookup(obj.root, &["metadata", "annotations"]),
+    );
+    for &k in &r.chain {
+        let kyaml = &model.repo.file(k).yaml;
+        let node = kyaml
+            .docs
+            .first()
+            .and_then(|d| kyaml.lookup(d.root, &["commonAnnotations"]));
+        read(k, node);
+    }
+    if let Some(lo) = layer.object.map(|o| model.object(o)) {
+        let lyaml = &model.repo.file(lo.file).yaml;
+        read(
+            lo.file,
+            lyaml.lookup(lo.root, &["spec", "commonMetadata", "annotations"]),
+        );
+    }
+    out
+}
+
+/// Whether kustomize-controller's prune skips this object once applied (annotated
+/// `prune: disabled` or `reconcile: disabled`).
+pub fn prune_exempt(model: &Model, layer: &Layer, r: &Rendered) -> bool {
+    annotations(model, layer, r)
+        .iter()
+        .any(|(k, v)| [PRUNE_DISABLED, RECONCILE_DISABLED].contains(&(k.as_str(), v.as_str())))
+}
+
+/// Two variants' bindings can meet on one cluster when no placeholder is bound differently.
+fn compatible(a: &[(String, String)], b: &[(String, String)]) -> bool {
+    a.iter()
+        .all(|(p, v)| b.iter().all(|(q, w)| p != q || v == w))
+}
+
+/// A stable name for each cluster: its root layer and the path it syncs (what tells a fleet's
+/// clusters apart, and stays put when a change moves the file that defines the root).
+pub fn cluster_keys(model: &Model) -> BTreeMap<usize, String> {
+    let mut out: BTreeMap<usize, String> = BTreeMap::new();
+    for (_, layer) in model.live_layers() {
+        if layer.applied_by.is_some() || out.contains_key(&layer.cluster) {
+            continue;
+        }
+        let mut key = format!("{} (path {})", layer.id, display_dir(&layer.path));
+        let taken = out.values().filter(|k| k.starts_with(&key)).count();
+        if taken > 0 {
+            key = format!("{key} #{}", taken + 1);
+        }
+        out.insert(layer.cluster, key);
+    }
+    out
+}
+
+fn side<'m, 'r>(model: &'m Model<'r>, cluster: Option<usize>) -> Side<'m, 'r> {
+    let layers = model
+        .live_layers()
+        .filter(|(_, l)| Some(l.cluster) == cluster)
+        .map(|(id, l)| (l.id.clone(), id))
+        .collect();
+    Side { model, layers }
+}
+
+/// Play the change from `before` to `after` through Flux's reconcile, cluster by cluster.
+pub fn play(before: &Model, after: &Model) -> Rollout {
+    let before_keys = cluster_keys(before);
+    let after_keys = cluster_keys(after);
+    let mut names: BTreeMap<&String, (Option<usize>, Option<usize>)> = BTreeMap::new();
+    for (&c, k) in &before_keys {
+        names.entry(k).or_default().0 = Some(c);
+    }
+    for (&c, k) in &after_keys {
+        names.entry(k).or_default().1 = Some(c);
+    }
+    let clusters = names
+        .into_iter()
+        .map(|(root, (b, a))| play_cluster(root, side(before, b), side(after, a), a.or(b)))
+        .collect();
+    Rollout { clusters }
+}
+
+/// The layers `id` is guaranteed to run after: its `dependsOn` targets that read the same
+/// source (they must have applied this revision), transitively.
+fn ordered_before(side: &Side, id: &LayerRef) -> BTreeSet<LayerRef> {
+    let mut out = BTreeSet::new();
+    let mut frontier = vec![id.clone()];
+    while let Some(current) = frontier.pop() {
+        let Some(layer) = side.layer(&current) else {
+            continue;
+        };
+        for &dep in &layer.depends_on_ids {
+            let d = side.model.layer(dep);
+            if d.live && d.source == layer.source && out.insert(d.id.clone()) {
+                frontier.push(d.id.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The `deletionPolicy` of a layer's Kustomization object (`MirrorPrune` when unset).
+fn deletion_policy(model: &Model, layer: &Layer) -> String {
+    layer
+        .object
+        .map(|o| model.object(o))
+        .and_then(|o| {
+            let yaml = &model.repo.file(o.file).yaml;
+            yaml.lookup(o.root, &["spec", "deletionPolicy"])
+                .and_then(|n| yaml.scalar(n))
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "MirrorPrune".into())
+}
+
+/// Whether a layer's inventory is deleted when the layer itself is.
+fn deletes_inventory(model: &Model, layer: &Layer) -> bool {
+    match deletion_policy(model, layer).as_str() {
+        "Orphan" => false,
+        "Delete" | "WaitForTermination" => true,
+        _ => layer.prune,
+    }
+}
+
+fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -> ClusterRollout {
+    let cluster = cluster.unwrap_or(0);
+    let ids: BTreeSet<LayerRef> = before
+        .layers
+        .keys()
+        .chain(after.layers.keys())
+        .cloned()
+        .collect();
+    let inv_before: BTreeMap<&LayerRef, Vec<Applied>> =
+        ids.iter().map(|id| (id, before.inventory(id))).collect();
+    let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
+        ids.iter().map(|id| (id, after.inventory(id))).collect();
+    let order = topological(&after, &ids);
+    let mut steps = Vec::new();
+    let mut deletions = Vec::new();
+    for id in &order {
+        let (b, a) = (before.layer(id), after.layer(id));
+        let change = match (b, a) {
+            (None, Some(_)) => LayerChange::Added,
+            (Some(_), None) => LayerChange::Removed,
+            _ if same_layer(&before, &after, id, &inv_before[id], &inv_after[id]) => {
+                LayerChange::Unchanged
+            }
+            _ => LayerChange::Changed,
+        };
+        // The prune that deletes what left this layer's inventory: its own (the old or the new
+        // spec may be the one in force when the revision arrives), or, for a removed layer, its
+        // deletion policy run when the parent prunes its Kustomization object.
+        let (prunes, runs_after) = match (b, a) {
+            (Some(b), Some(a)) => (b.prune || a.prune, ordered_before(&after, id)),
+            (Some(b), None) => {
+                let parent = b.applied_by.map(|p| before.model.layer(p).id.clone());
+                let parent_prunes = parent
+                    .as_ref()
+                    .and_then(|p| after.layer(p).or(before.layer(p)))
+                    .is_some_and(|p| p.prune);
+                let mut runs_after = parent
+                    .as_ref()
+                    .map(|p| ordered_before(&after, p))
+                    .unwrap_or_default();
+                runs_after.extend(parent);
+                (
+                    parent_prunes && deletes_inventory(before.model, b),
+                    runs_after,
+                )
+            }
+            _ => (false, ordered_before(&after, id)),
+        };
+        let mut takes_over = Vec::new();
+        for x in &inv_after[id] {
+            let elsewhere = ids.iter().any(|other| {
+                other != id
+                    && inv_before[other]
+                        .iter()
+                        .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings))
+            });
+            let here = inv_before[id]
+                .iter()
+                .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings));
+            if elsewhere && !here && !takes_over.contains(&x.key) {
+                takes_over.push(x.key.clone());
+            }
+        }
+        let mut leaves: Vec<Leaving> = Vec::new();
+        for x in &inv_before[id] {
+            let stays = inv_after[id]
+                .iter()
+                .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings));
+            if stays || leaves.iter().any(|l| l.object == x.key) {
+                continue;
+            }
+            let applied_by: Vec<&LayerRef> = ids
+                .iter()
+                .filter(|other| {
+                    *other != id
+                        && inv_after[*other]
+                            .iter()
+                            .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings))
+                })
+                .collect();
+            let outcome = if !prunes {
+                LeaveOutcome::Orphaned
+            } else if x.exempt {
+                LeaveOutcome::Protected
+            } else if applied_by.iter().any(|m| runs_after.contains(*m)) {
+                LeaveOutcome::HandedOver
+            } else {
+                LeaveOutcome::Deleted
+            };
+            if outcome == LeaveOutcome::Deleted {
+                let recreated_by = applied_by.first().map(|m| (*m).clone());
+                let (consequence, effect) = consequence(x, recreated_by.is_some());
+                let cause = match (&recreated_by, a) {
+                    (Some(m), Some(_)) if ordered_before(&after, m).contains(id) => format!(
+                        "it leaves {id}'s inventory, and {m} depends on {id}: {id} prunes it before {m} applies it"
+                    ),
+                    (Some(m), Some(_)) => format!(
+                        "it leaves {id}'s inventory and {id} may prune it before {m} applies it: nothing orders {m} first"
+                    ),
+                    (None, Some(_)) => format!("it leaves {id}'s inventory and {id} prunes it"),
+                    (_, None) => format!(
+                        "{id} is removed and its deletionPolicy ({}) deletes its inventory",
+                        b.map_or_else(String::new, |b| deletion_policy(before.model, b))
+                    ),
+                };
+                deletions.push(Deletion {
+                    cluster,
+                    object: x.key.clone(),
+                    deleted_by: id.clone(),
+                    recreated_by,
+                    consequence,
+                    effect,
+                    cause,
+                });
+            }
+            leaves.push(Leaving {
+                object: x.key.clone(),
+                outcome,
+            });
+        }
+        steps.push(Step {
+            layer: id.clone(),
+            change,
+            after: a
+                .map(|a| {
+                    a.depends_on_ids
+                        .iter()
+                        .map(|&d| after.model.layer(d).id.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            applies: inv_after[id].len(),
+            takes_over,
+            leaves,
+        });
+    }
+    ClusterRollout {
+        root: root.to_string(),
+        steps,
+        deletions,
+    }
+}
+
+/// Whether a layer reads the same and applies the same before and after (its Kustomization
+/// object's content included).
+fn same_layer(before: &Side, after: &Side, id: &LayerRef, b: &[Applied], a: &[Applied]) -> bool {
+    let keys = |v: &[Applied]| v.iter().map(|x| x.key.clone()).collect::<BTreeSet<_>>();
+    let spec = |s: &Side| {
+        s.layer(id)
+            .and_then(|l| l.object)
+            .map(|o| s.model.object(o))
+            .and_then(|o| s.model.repo.file(o.file).yaml.value(o.root).ok())
+    };
+    keys(b) == keys(a) && spec(before) == spec(after)
+}
+
+/// The layers in an order Flux may reconcile them: `dependsOn` first, then by name.
+fn topological(after: &Side, ids: &BTreeSet<LayerRef>) -> Vec<LayerRef> {
+    let mut placed: Vec<LayerRef> = Vec::new();
+    let mut left: Vec<&LayerRef> = ids.iter().collect();
+    while !left.is_empty() {
+        let ready = left.iter().position(|id| {
+            after.layer(id).is_none_or(|l| {
+                l.depends_on_ids.iter().all(|&d| {
+                    let d = &after.model.layer(d).id;
+                    placed.contains(d) || !ids.contains(d)
+                })
+            })
+        });
+        // A cycle (reported as a diagnostic by the model): place the rest by name.
+        let i = ready.unwrap_or(0);
+        placed.push(left.remove(i).clone());
+    }
+    placed
+}
+
+/// Workloads whose deletion and re-creation only restarts their pods.
+pub fn restarts_only(key: &ObjectKey) -> bool {
+    matches!(
+        (key.group(), key.kind.as_str()),
+        (
+            "apps" | "batch" | "",
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" | "CronJob" | "Pod"
+        )
+    )
+}
+
+/// What deleting `x` means, and in a sentence.
+fn consequence(x: &Applied, recreated: bool) -> (Consequence, String) {
+    let key = &x.key;
+    let kind = key.kind.as_str();
+    if x.is_instance {
+        if x.instance_disabled {
+            return (
+                if recreated {
+                    Consequence::Recreate
+                } else {
+                    Consequence::Removed
+                },
+                "the FluxInstance is deleted; it carries fluxcd.controlplane.io/reconcile: disabled, so flux-operator leaves Flux installed".into(),
+            );
+        }
+        return (
+            Consequence::Uninstall,
+            "flux-operator uninstalls Flux when its FluxInstance is deleted: the Flux controllers and every object the instance manages are removed, and nothing reconciles the repository any more".into(),
+        );
+    }
+    let group = key.group();
+    match (group, kind) {
+        ("", "Namespace") => (
+            Consequence::Cascade,
+            format!("deleting Namespace {} deletes every object in it", key.name),
+        ),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => (
+            Consequence::Cascade,
+            format!(
+                "deleting CRD {} deletes every object of that kind in the cluster",
+                key.name
+            ),
+        ),
+        ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => (
+            Consequence::DataLoss,
+            format!("{kind} {} is deleted with its data", key.name),
+        ),
+        ("helm.toolkit.fluxcd.io", "HelmRelease") => (
+            Consequence::Cascade,
+            format!(
+                "helm-controller uninstalls release {}: every object of the release is deleted",
+                key.name
+            ),
+        ),
+        (FLUX_KUSTOMIZE_GROUP, "Kustomization") => (
+            Consequence::Cascade,
+            format!(
+                "Flux Kustomization {} is deleted: its deletionPolicy decides what happens to everything it applied",
+                key.name
+            ),
+        ),
+        (FLUX_OPERATOR_GROUP, _) => (
+            Consequence::Cascade,
+            format!("flux-operator tears down what {kind} {} manages", key.name),
+        ),
+        _ if !recreated => (
+            Consequence::Removed,
+            format!(
+                "{kind} {} is deleted and no layer applies it again",
+                key.name
+            ),
+        ),
+        _ if restarts_only(key) => (
+            Consequence::Restart,
+            format!(
+                "{kind} {} is deleted and created again: its pods restart",
+                key.name
+            ),
+        ),
+        _ => (
+            Consequence::Recreate,
+            format!(
+                "{kind} {} is deleted and created again: what uses it fails until it is back",
+                key.name
+            ),
+        ),
+    }
+}
