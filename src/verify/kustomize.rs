@@ -450,6 +450,16 @@ fn check_confined(
                 .find_map(|b| b.docs.as_ref().err().cloned())
         };
         let exists = |builds: &[Build]| builds.iter().any(|b| b.layer == key);
+        let runaway = |e: &Option<String>| {
+            e.as_ref()
+                .filter(|e| e.starts_with("build exceeded"))
+                .cloned()
+        };
+        if let Some(e) = runaway(&err(&before_builds)).or_else(|| runaway(&err(&after_builds))) {
+            // A limit says nothing about the change: the layer is not verified, whichever side.
+            unverifiable.insert(key.clone(), e);
+            continue;
+        }
         match (err(&before_builds), err(&after_builds)) {
             (Some(e), Some(_)) => {
                 unverifiable.insert(key.clone(), format!("its build fails ({e})"));
@@ -1285,8 +1295,10 @@ struct TempTree {
 
 impl TempTree {
     fn new() -> Result<TempTree, String> {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::Builder::new()
             .prefix("fluxmend-verify-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|e| {
                 format!(
