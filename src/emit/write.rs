@@ -601,3 +601,98 @@ pub fn recover(root: &Path) -> Result<Option<Recovery>, EmitError> {
     finish(root, &path)?;
     Ok(Some(outcome))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, before: Option<&str>, after: Option<&str>) -> FileChange {
+        FileChange {
+            path: path.into(),
+            before: before.map(Into::into),
+            after: after.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn refuses_to_create_an_existing_file_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.yaml"), "a: 1\n").unwrap();
+        fs::write(dir.path().join("secret.yaml"), "mine\n").unwrap();
+        let files = [
+            change("a.yaml", Some("a: 1\n"), Some("a: 2\n")),
+            change("secret.yaml", None, Some("new\n")),
+            change("new/dir/x.yaml", None, Some("x\n")),
+        ];
+        let err = write(dir.path(), &files).unwrap_err();
+        assert!(
+            matches!(err, EmitError::Exists(ref p) if p == "secret.yaml"),
+            "{err}"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("a.yaml")).unwrap(),
+            "a: 1\n"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("secret.yaml")).unwrap(),
+            "mine\n"
+        );
+        assert!(!dir.path().join("new").exists());
+        assert!(!dir.path().join(JOURNAL).exists());
+    }
+
+    #[test]
+    fn refuses_a_file_name_over_255_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!("d/{}.yaml", "n".repeat(300));
+        let err = write(dir.path(), &[change(&long, None, Some("x\n"))]).unwrap_err();
+        assert!(
+            matches!(err, EmitError::NameTooLong { bytes: 305, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().len() < 300, "{err}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_write_refused_for_a_changed_file_makes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.yaml"), "a: 1\n").unwrap();
+        // The edit's `before` no longer matches the disk: refused before anything is made.
+        let files = [
+            change("new/x.yaml", None, Some("x\n")),
+            change("a.yaml", Some("a: 0\n"), Some("a: 2\n")),
+        ];
+        let err = write(dir.path(), &files).unwrap_err();
+        assert!(matches!(err, EmitError::Changed(_)), "{err}");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.yaml"]);
+    }
+
+    #[test]
+    fn io_errors_name_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where a directory must be: the message names it.
+        fs::write(dir.path().join("blocker"), "").unwrap();
+        let err = write(dir.path(), &[change("blocker/x.yaml", None, Some("x\n"))]).unwrap_err();
+        assert!(err.to_string().contains("blocker/x.yaml"), "{err}");
+    }
+
+    #[test]
+    fn keeps_the_mode_of_an_edited_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.sh");
+        fs::write(&p, "a\n").unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o751)).unwrap();
+        write(dir.path(), &[change("run.sh", Some("a\n"), Some("b\n"))]).unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o751
+        );
+        assert_eq!(fs::read_to_string(&p).unwrap(), "b\n");
+    }
+}
