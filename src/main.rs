@@ -191,6 +191,13 @@ impl FailOn {
 }
 
 fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
+    if std::fs::symlink_metadata(args.path.join(fluxmend::emit::write::JOURNAL)).is_ok() {
+        eprintln!(
+            "fluxmend: warning: {} holds an interrupted fix --write; `fluxmend fix {}` completes or rolls it back",
+            args.path.display(),
+            args.path.display()
+        );
+    }
     let repo = Repo::load(&args.path).map_err(|e| {
         eprintln!("fluxmend: {e}");
         ExitCode::from(2)
@@ -241,6 +248,31 @@ fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
 }
 
 fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
+    if let Some(name) = &args.branch
+        && !fluxmend::emit::apply::valid_branch_name(name)
+    {
+        eprintln!(
+            "fluxmend: --branch {name:?} is not a valid branch name (git check-ref-format --branch)"
+        );
+        return Err(ExitCode::from(2));
+    }
+    // An interrupted write is completed (or rolled back) before anything is read.
+    match fluxmend::emit::write::recover(&args.repo.path) {
+        Ok(None) => {}
+        Ok(Some(done)) => eprintln!(
+            "fluxmend: an interrupted fix --write in {} was {}",
+            args.repo.path.display(),
+            match done {
+                fluxmend::emit::write::Recovery::Completed => "completed",
+                fluxmend::emit::write::Recovery::RolledBack =>
+                    "rolled back (nothing of it had been applied)",
+            }
+        ),
+        Err(e) => {
+            eprintln!("fluxmend: {e}");
+            return Err(ExitCode::from(2));
+        }
+    }
     let (repo, options) = load(&args.repo)?;
     let model = Model::build(&repo, &options);
     let findings = fluxmend::rules::run(&model, &args.rules);

@@ -55,16 +55,9 @@ data:
 /// The common layout plus a FluxInstance in the `wait: true` layer `apps` (an FM001 finding)
 /// and the `shop` sub-kustomization.
 fn layout() -> TempRepo {
-    let repo = TempRepo::with_flux_instance();
     // Protected already, so that the rule's fix is the move itself (one step on this pruning
     // layer); the unprotected case is the transition gate's test below.
-    repo.write(
-        "apps/flux.yaml",
-        common::FLUX_INSTANCE.replace(
-            "  namespace: flux-system\n",
-            "  namespace: flux-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
-        ),
-    );
+    let repo = TempRepo::with_protected_flux_instance();
     repo.write("apps/kustomization.yaml", APPS_KUSTOMIZATION)
         .write("apps/shop/kustomization.yaml", SHOP_KUSTOMIZATION)
         .write("apps/shop/cm.yaml", SHOP_CM);

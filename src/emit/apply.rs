@@ -2,8 +2,7 @@
 //! unified diff, written atomically in place, or committed with git.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 
@@ -18,17 +17,33 @@ pub struct FileChange {
     pub after: Option<String>,
 }
 
-/// Why a change could not be emitted.
+/// Why a change could not be emitted. Each message names the path and, where there is one, what
+/// to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum EmitError {
     #[error("refusing to write {0}: it is outside the repository root or behind a symbolic link")]
     Unsafe(String),
+    #[error(
+        "refusing to create {0}: it already exists (perhaps hidden from fluxmend by .gitignore or \
+         .sourceignore); move it away and run fix again"
+    )]
+    Exists(String),
+    #[error(
+        "refusing to create {path}: a file name of {bytes} bytes is longer than the 255 allowed"
+    )]
+    NameTooLong { path: String, bytes: usize },
+    #[error("refusing to write {0}: it changed since fluxmend read it; run fix again")]
+    Changed(String),
+    #[error("{0}")]
+    Journal(String),
     #[error("{0}")]
     Edit(#[from] edit::EditError),
     #[error("{0:#}")]
     Io(#[from] anyhow::Error),
-    #[error("refusing to commit: {0} has uncommitted changes")]
+    #[error("refusing to commit: {0} has uncommitted changes; commit or stash them first")]
     Dirty(String),
+    #[error("refusing to commit: a branch named {0} exists already; choose another --branch")]
+    BranchExists(String),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -142,99 +157,27 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
     out
 }
 
-/// Check that `rel` stays inside `root` and that no existing component of it is a link.
-fn safe_path(root: &Path, rel: &str) -> Result<PathBuf, EmitError> {
-    if rel.is_empty()
-        || rel.starts_with('/')
-        || rel
-            .split('/')
-            .any(|c| c == ".." || c == "." || c.is_empty())
-    {
-        return Err(EmitError::Unsafe(rel.into()));
-    }
-    let mut at = root.to_path_buf();
-    for part in rel.split('/') {
-        at.push(part);
-        if fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink()) {
-            return Err(EmitError::Unsafe(rel.into()));
-        }
-    }
-    Ok(at)
-}
-
-/// Write every change, all or nothing: each new file goes to a temporary sibling first, then all
-/// are renamed into place; if any step fails, what was already replaced is restored.
+/// Write every change in place, all or nothing (see [`super::write`]).
 pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
-    let targets: Vec<PathBuf> = files
-        .iter()
-        .map(|f| safe_path(root, &f.path))
-        .collect::<Result<_, _>>()?;
-    let mut staged: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
-    let cleanup = |staged: &[(PathBuf, Option<PathBuf>)]| {
-        for (_, tmp) in staged {
-            if let Some(tmp) = tmp {
-                let _ = fs::remove_file(tmp);
-            }
-        }
-    };
-    for (f, target) in files.iter().zip(&targets) {
-        let Some(text) = &f.after else {
-            staged.push((target.clone(), None));
-            continue;
-        };
-        let result = (|| -> anyhow::Result<PathBuf> {
-            let dir = target.parent().context("no parent directory")?;
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            let tmp = dir.join(format!(
-                ".{}.fluxmend-tmp",
-                target
-                    .file_name()
-                    .context("no file name")?
-                    .to_string_lossy()
-            ));
-            fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-            if let Ok(meta) = fs::metadata(target) {
-                fs::set_permissions(&tmp, meta.permissions())
-                    .with_context(|| format!("keeping the mode of {}", target.display()))?;
-            }
-            Ok(tmp)
-        })();
-        match result {
-            Ok(tmp) => staged.push((target.clone(), Some(tmp))),
-            Err(e) => {
-                cleanup(&staged);
-                return Err(e.into());
-            }
-        }
-    }
-    // Commit: keep the originals until every rename has succeeded.
-    let mut done: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
-    for (target, tmp) in &staged {
-        let original = fs::read(target).ok();
-        let step = match tmp {
-            Some(tmp) => fs::rename(tmp, target),
-            None => fs::remove_file(target),
-        };
-        if let Err(e) = step {
-            for (path, original) in done.iter().rev() {
-                let _ = match original {
-                    Some(bytes) => fs::write(path, bytes),
-                    None => fs::remove_file(path),
-                };
-            }
-            cleanup(&staged);
-            return Err(anyhow::Error::new(e)
-                .context(format!("replacing {}", target.display()))
-                .into());
-        }
-        done.push((target.clone(), original));
-    }
-    Ok(())
+    super::write::write(root, files).map(|_| ())
 }
 
-/// Commit the written files with git: refuses when any touched file has uncommitted changes,
-/// stages only those files, runs no hooks. With `branch`, the commit goes on a new branch made
-/// from HEAD, which becomes the current branch.
+/// Whether `name` is a branch name git itself would create (`git check-ref-format --branch`):
+/// checked before anything is written.
+pub fn valid_branch_name(name: &str) -> bool {
+    name != "@"
+        && name != "HEAD"
+        && !name.starts_with('-')
+        && !name.starts_with("refs/")
+        && git2::Branch::name_is_valid(name).unwrap_or(false)
+}
+
+/// Commit exactly the touched files on top of HEAD (or as the first commit of a repository that
+/// has none): the commit's tree is HEAD's tree with those paths replaced, whatever else is staged.
+/// Refuses when a touched file has uncommitted changes; runs no hooks. The user's index keeps
+/// everything it had, with the touched paths updated to what was committed. With `branch`, the
+/// commit goes on a new branch made from HEAD, which becomes the current branch. If anything
+/// fails after the files were written, they are put back (new directories removed).
 pub fn commit(
     root: &Path,
     files: &[FileChange],
@@ -249,15 +192,30 @@ pub fn commit(
         .context("resolving the work tree")?;
     let prefix = root
         .canonicalize()
-        .context("resolving the root")?
+        .with_context(|| format!("resolving {}", root.display()))?
         .strip_prefix(&workdir)
         .map(Path::to_path_buf)
         .map_err(|_| EmitError::Unsafe(root.display().to_string()))?;
     let rel = |p: &str| prefix.join(p);
+    // HEAD's commit, or none in a repository without commits (an unborn branch).
+    let head = match repo.head() {
+        Ok(r) => Some(r.peel_to_commit()?),
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => None,
+        Err(e) => return Err(e.into()),
+    };
+    let head_tree = match &head {
+        Some(c) => c.tree()?,
+        None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
+    };
     for f in files {
-        let status = repo.status_file(&rel(&f.path));
-        let clean = match status {
-            Ok(s) => s.is_empty(),
+        let p = rel(&f.path);
+        let clean = match repo.status_file(&p) {
+            // Without a commit, a file is at best staged as new: only a difference between the
+            // index and the work tree is an uncommitted change.
+            Ok(s) if head.is_none() => !s.intersects(
+                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
+            ),
+            Ok(s) => s.is_empty() || (f.before.is_none() && s == git2::Status::WT_NEW),
             Err(e) if e.code() == git2::ErrorCode::NotFound => f.before.is_none(),
             Err(e) => return Err(e.into()),
         };
@@ -265,46 +223,81 @@ pub fn commit(
             return Err(EmitError::Dirty(f.path.clone()));
         }
     }
-    let head = repo.head()?.peel_to_commit()?;
-    write(root, files)?;
-    let result = (|| -> Result<git2::Oid, EmitError> {
-        let mut index = repo.index()?;
-        for f in files {
-            let p = rel(&f.path);
-            match f.after {
-                Some(_) => index.add_path(&p)?,
-                None => index.remove_path(&p)?,
+    if let Some(name) = branch
+        && repo.find_branch(name, git2::BranchType::Local).is_ok()
+    {
+        return Err(EmitError::BranchExists(name.to_string()));
+    }
+    // The tree: HEAD's, with exactly the touched paths replaced.
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for f in files {
+        let p = git_path(&rel(&f.path));
+        match &f.after {
+            Some(text) => {
+                let mode = match head_tree.get_path(&rel(&f.path)) {
+                    Ok(e) if e.filemode() == i32::from(git2::FileMode::BlobExecutable) => {
+                        git2::FileMode::BlobExecutable
+                    }
+                    _ => git2::FileMode::Blob,
+                };
+                update.upsert(p, repo.blob(text.as_bytes())?, mode);
+            }
+            None => {
+                update.remove(p);
             }
         }
-        index.write()?;
-        let tree = repo.find_tree(index.write_tree()?)?;
+    }
+    let tree = repo.find_tree(update.create_updated(&repo, &head_tree)?)?;
+    let written = super::write::write(root, files)?;
+    let result = (|| -> Result<git2::Oid, EmitError> {
         let sig = repo
             .signature()
             .or_else(|_| git2::Signature::now("fluxmend", "fluxmend@localhost"))?;
-        let update_ref = match branch {
+        let parents: Vec<&git2::Commit> = head.iter().collect();
+        let oid = match branch {
             Some(name) => {
-                repo.branch(name, &head, false)?;
-                repo.set_head(&format!("refs/heads/{name}"))?;
-                format!("refs/heads/{name}")
+                let refname = format!("refs/heads/{name}");
+                let oid = repo.commit(Some(&refname), &sig, &sig, message, &tree, &parents)?;
+                if let Err(e) = repo.set_head(&refname) {
+                    if let Ok(mut r) = repo.find_reference(&refname) {
+                        let _ = r.delete();
+                    }
+                    return Err(e.into());
+                }
+                oid
             }
-            None => "HEAD".to_string(),
+            None => repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?,
         };
-        Ok(repo.commit(Some(&update_ref), &sig, &sig, message, &tree, &[&head])?)
+        Ok(oid)
     })();
-    if result.is_err() {
-        // Leave the index and the working tree as they were: the touched paths back to HEAD
-        // (they were clean before), then the files.
-        let paths: Vec<PathBuf> = files.iter().map(|f| rel(&f.path)).collect();
-        let _ = repo.reset_default(Some(head.as_object()), paths.iter());
-        let originals: Vec<FileChange> = files
-            .iter()
-            .map(|f| FileChange {
-                path: f.path.clone(),
-                before: f.after.clone(),
-                after: f.before.clone(),
-            })
-            .collect();
-        let _ = write(root, &originals);
+    let oid = match result {
+        Ok(oid) => oid,
+        Err(e) => {
+            let _ = super::write::undo(root, files, &written);
+            return Err(e);
+        }
+    };
+    // The index: only the touched paths change, to what was committed.
+    let mut index = repo.index()?;
+    for f in files {
+        let p = rel(&f.path);
+        match f.after {
+            Some(_) => index.add_path(&p)?,
+            None => {
+                if index.get_path(&p, 0).is_some() {
+                    index.remove_path(&p)?;
+                }
+            }
+        }
     }
-    result
+    index.write()?;
+    Ok(oid)
+}
+
+/// A repository-relative path as git spells it (`/`-separated).
+fn git_path(p: &Path) -> String {
+    p.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }

@@ -4,3 +4,4 @@
 pub mod apply;
 pub mod report;
 pub mod simulate;
+pub mod write;

@@ -172,6 +172,16 @@ pub fn plan_with(
     mode: VerifyMode,
     tool: Option<&Tool>,
 ) -> Plan {
+    // Every fix must be writable: a path it creates may not exist on disk (ignored files
+    // included), no name may exceed 255 bytes, no path may lead through a link.
+    for f in &mut findings {
+        let Some(fix) = &f.fix else { continue };
+        let writable = apply::contents(repo, &fix.changes)
+            .and_then(|files| crate::emit::write::check_targets(&repo.root, &files));
+        if let Err(e) = writable {
+            drop_fix(f, &e.to_string());
+        }
+    }
     if mode == VerifyMode::Off {
         return unverified(repo, findings);
     }

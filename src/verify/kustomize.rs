@@ -29,13 +29,33 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::emit::apply::{self, FileChange};
 use crate::load::{MAX_FILE_BYTES, Repo, parent_of};
-use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, ObjectKey, RefTarget};
+use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
 
 use super::yaml::show;
 
-/// How long one build may take before it counts as failed.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long one build may take, and how much memory (`RLIMIT_DATA`) it may use, before it counts
+/// as not verified. A build only reads a few files: a minute and a GiB are far beyond what a real
+/// one needs (kubectl 1.32 peaks at ~50 MiB on the fixtures) and stop a YAML bomb early.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(60);
+const BUILD_MEMORY_MIB: u64 = 1024;
+/// The most output a build may print (more is a runaway).
+const BUILD_OUTPUT_BYTES: u64 = 256 << 20;
+
+/// The limits of one build: `FLUXMEND_TEST_BUILD_LIMITS=MILLISECONDS,MIB` overrides them so the
+/// tests can make a small build exceed them.
+fn build_limits() -> (Duration, u64) {
+    std::env::var("FLUXMEND_TEST_BUILD_LIMITS")
+        .ok()
+        .and_then(|v| {
+            let (ms, mib) = v.split_once(',')?;
+            Some((
+                Duration::from_millis(ms.trim().parse().ok()?),
+                mib.trim().parse().ok()?,
+            ))
+        })
+        .unwrap_or((BUILD_TIMEOUT, BUILD_MEMORY_MIB))
+}
 
 /// A kustomize renderer found on `PATH`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,44 +101,103 @@ impl Tool {
         cmd
     }
 
-    /// Build `dir`: the rendered documents as data, or why the build failed.
+    /// Build `dir`: the rendered documents as data, or why the build failed. The build runs in
+    /// its own process group with a memory limit, is killed (group and all) when it exceeds its
+    /// time or output limit or when fluxmend is interrupted, and dies with fluxmend.
     fn build(&self, dir: &Path) -> Result<Vec<Value>, String> {
-        let mut child = self
-            .command(dir)
+        use std::os::unix::process::CommandExt as _;
+        let (timeout, mib) = build_limits();
+        let mut command = self.command(dir);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setpgid(0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let bytes = mib.saturating_mul(1 << 20);
+                let limit = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        if signal::pending() {
+            return Err("interrupted".into());
+        }
+        let mut child = command
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.name()))?;
-        let mut out = child.stdout.take().expect("piped");
-        let mut err = child.stderr.take().expect("piped");
+        let group = child.id() as libc::pid_t;
+        let kill_group = || {
+            // SAFETY: signalling the build's own process group.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        };
+        let out = child.stdout.take().expect("piped");
+        let err = child.stderr.take().expect("piped");
         let out = std::thread::spawn(move || {
             let mut s = Vec::new();
-            out.read_to_end(&mut s).map(|_| s)
+            out.take(BUILD_OUTPUT_BYTES + 1)
+                .read_to_end(&mut s)
+                .map(|_| s)
         });
         let err = std::thread::spawn(move || {
             let mut s = Vec::new();
-            err.read_to_end(&mut s).map(|_| s)
+            err.take(1 << 20).read_to_end(&mut s).map(|_| s)
         });
         let start = Instant::now();
+        let exceeded = |what: String| format!("build exceeded {what}");
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
-                Ok(None) if start.elapsed() > BUILD_TIMEOUT => {
-                    let _ = child.kill();
+                Ok(None) if signal::pending() => {
+                    kill_group();
                     let _ = child.wait();
-                    return Err(format!(
-                        "{} did not finish within {}s",
-                        self.name(),
-                        BUILD_TIMEOUT.as_secs()
-                    ));
+                    return Err("interrupted".into());
+                }
+                Ok(None) if start.elapsed() > timeout => {
+                    // (A build printing more than the output limit blocks on its pipe and ends
+                    // here too.)
+                    kill_group();
+                    let _ = child.wait();
+                    return Err(exceeded(format!("{} s", seconds(timeout))));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => {
+                    kill_group();
+                    return Err(e.to_string());
+                }
             }
         };
+        // Whatever the build left running in its group goes with it.
+        kill_group();
         let stdout = out.join().ok().and_then(Result::ok).unwrap_or_default();
         let stderr = err.join().ok().and_then(Result::ok).unwrap_or_default();
         if !status.success() {
             let msg = String::from_utf8_lossy(&stderr);
-            return Err(msg.trim().lines().last().unwrap_or("failed").to_string());
+            if msg.contains("out of memory") || msg.contains("cannot allocate memory") {
+                return Err(exceeded(format!("{mib} MiB")));
+            }
+            if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+                return Err(format!("{} was killed by signal {sig}", self.name()));
+            }
+            // Go's fatal errors end in a stack dump: its first line says what happened.
+            let line = msg
+                .lines()
+                .find(|l| l.starts_with("fatal error:") || l.starts_with("Error:"))
+                .or_else(|| msg.trim().lines().last())
+                .unwrap_or("failed");
+            return Err(line.trim().to_string());
+        }
+        if stdout.len() as u64 > BUILD_OUTPUT_BYTES {
+            return Err(exceeded(format!(
+                "{} MiB of output",
+                BUILD_OUTPUT_BYTES >> 20
+            )));
         }
         let text = String::from_utf8(stdout).map_err(|_| "output is not UTF-8".to_string())?;
         let (yaml, err) = YamlFile::parse(&text);
@@ -130,6 +209,85 @@ impl Tool {
             .map(|d| yaml.value(d.root).map_err(|e| e.to_string()))
             .filter(|v| !matches!(v, Ok(Value::Null)))
             .collect()
+    }
+}
+
+/// A duration in seconds for messages (`60`, `0.5`).
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}
+
+/// SIGINT and SIGTERM while the gate runs: noted, so that the builds are killed and the
+/// temporary trees removed; the signal is raised again once the gate is done.
+mod signal {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+    /// How many gates run, and the dispositions to restore after the last.
+    static ACTIVE: Mutex<(usize, Option<[libc::sigaction; 2]>)> = Mutex::new((0, None));
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+    extern "C" fn note(sig: libc::c_int) {
+        SIGNALLED.store(sig, Ordering::SeqCst);
+    }
+
+    /// Whether a signal arrived: stop and clean up.
+    pub fn pending() -> bool {
+        SIGNALLED.load(Ordering::SeqCst) != 0
+    }
+
+    /// Handlers installed while it lives.
+    pub struct Guard;
+
+    impl Guard {
+        pub fn new() -> Guard {
+            let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+            if active.0 == 0 {
+                // SAFETY: installing a handler that only stores to an atomic.
+                let saved = SIGNALS.map(|sig| unsafe {
+                    let mut new: libc::sigaction = std::mem::zeroed();
+                    new.sa_sigaction = note as *const () as libc::sighandler_t;
+                    libc::sigemptyset(&mut new.sa_mask);
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(sig, &new, &mut old);
+                    old
+                });
+                active.1 = Some(saved);
+            }
+            active.0 += 1;
+            Guard
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+            active.0 -= 1;
+            if active.0 > 0 {
+                return;
+            }
+            if let Some(saved) = active.1.take() {
+                for (sig, old) in SIGNALS.iter().zip(saved) {
+                    // SAFETY: restoring the disposition saved above.
+                    unsafe { libc::sigaction(*sig, &old, std::ptr::null_mut()) };
+                }
+            }
+            let sig = SIGNALLED.swap(0, Ordering::SeqCst);
+            if sig != 0 {
+                // The temporary trees are gone (dropped before this guard): die of the signal
+                // as the user asked.
+                // SAFETY: plain libc calls.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
+            }
+        }
     }
 }
 
@@ -161,8 +319,25 @@ fn layer_key(l: &Layer) -> LayerKey {
     (l.cluster, l.id.namespace.clone(), l.id.name.clone())
 }
 
-/// Run the gate over one changeset.
+/// Run the gate over one changeset. SIGINT/SIGTERM meanwhile kill the builds, remove the
+/// temporary trees, and then end the process by that signal.
 pub fn check(
+    tool: &Tool,
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    files: &[FileChange],
+    protects: &[ObjectKey],
+) -> Result<Outcome, String> {
+    let _signals = signal::Guard::new();
+    let result = check_confined(tool, repo, model, options, files, protects);
+    if signal::pending() {
+        return Err("interrupted".into());
+    }
+    result
+}
+
+fn check_confined(
     tool: &Tool,
     repo: &Repo,
     model: &Model,
@@ -223,7 +398,7 @@ pub fn check(
                 continue;
             }
             for v in &l.variants {
-                if let Some(reason) = unreachable_resource(m, &v.dir, v.generated) {
+                if let Some(reason) = unreachable_resource(m, l, &v.dir, v.generated) {
                     unverifiable.entry(layer_key(l)).or_insert(reason);
                 }
             }
@@ -277,6 +452,16 @@ pub fn check(
                 .find_map(|b| b.docs.as_ref().err().cloned())
         };
         let exists = |builds: &[Build]| builds.iter().any(|b| b.layer == key);
+        let runaway = |e: &Option<String>| {
+            e.as_ref()
+                .filter(|e| e.starts_with("build exceeded"))
+                .cloned()
+        };
+        if let Some(e) = runaway(&err(&before_builds)).or_else(|| runaway(&err(&after_builds))) {
+            // A limit says nothing about the change: the layer is not verified, whichever side.
+            unverifiable.insert(key.clone(), e);
+            continue;
+        }
         match (err(&before_builds), err(&after_builds)) {
             (Some(e), Some(_)) => {
                 unverifiable.insert(key.clone(), format!("its build fails ({e})"));
@@ -353,9 +538,17 @@ fn below(path: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// A remote or out-of-root resource reachable from `dir` (every kustomization at or below it,
-/// for a generated variant).
-fn unreachable_resource(model: &Model, dir: &str, generated: bool) -> Option<String> {
+/// Why a build of `dir` could read something outside the repository or fetch something: the
+/// first reference of any kustomization it reaches (every one at or below `dir` for a generated
+/// variant, and the layer's own `components`) to a URL, an absolute path, a path climbing out of
+/// the root, a resource that is not in the repository (kustomize would try it as a remote), or a
+/// Helm chart. `None` when every reference stays inside the repository.
+fn unreachable_resource(
+    model: &Model,
+    layer: &Layer,
+    dir: &str,
+    generated: bool,
+) -> Option<String> {
     let mut todo: Vec<String> = if generated {
         model
             .kustomize_dirs
@@ -366,6 +559,19 @@ fn unreachable_resource(model: &Model, dir: &str, generated: bool) -> Option<Str
     } else {
         vec![dir.to_string()]
     };
+    // The Flux Kustomization's own `components`, relative to the layer's path.
+    if let Some(obj) = layer.object.map(|o| model.object(o))
+        && let Ok(doc) = model.repo.file(obj.file).yaml.value(obj.root)
+        && let Some(Value::Seq(items)) = doc.get("spec").and_then(|s| s.get("components"))
+    {
+        for c in items.iter().filter_map(Value::as_str) {
+            match local_ref(model, dir, c, true) {
+                Ok(Some(sub)) => todo.push(sub),
+                Ok(None) => {}
+                Err(why) => return Some(format!("component `{c}` {why}")),
+            }
+        }
+    }
     let mut seen = HashSet::default();
     while let Some(d) = todo.pop() {
         if !seen.insert(d.clone()) {
@@ -374,20 +580,254 @@ fn unreachable_resource(model: &Model, dir: &str, generated: bool) -> Option<Str
         let Some(k) = model.kustomize_dirs.get(&d) else {
             continue;
         };
-        for r in k.resources.iter().chain(&k.components) {
-            match &r.target {
-                RefTarget::Remote(url) => {
-                    return Some(format!("remote resource `{url}` (never fetched)"));
+        let file = model.repo.file(k.file);
+        let Ok(doc) = file.yaml.value(k.root) else {
+            continue;
+        };
+        let mut refs = Vec::new();
+        file_refs(&doc, &mut refs);
+        for FileRef { field, text, kind } in refs {
+            let why = match kind {
+                RefKind::Helm => Some("is a Helm chart (never inflated)".to_string()),
+                RefKind::Resource | RefKind::File | RefKind::Plugin => {
+                    match local_ref(model, &d, &text, kind == RefKind::Resource) {
+                        Ok(Some(sub)) => {
+                            todo.push(sub);
+                            None
+                        }
+                        Ok(None) if kind == RefKind::Plugin => plugin_refs(model, &d, &text).err(),
+                        Ok(None) => None,
+                        Err(why) => Some(why),
+                    }
                 }
-                RefTarget::OutsideRoot => {
-                    return Some(format!("resource `{}` leaves the repository root", r.text));
+            };
+            match why {
+                Some(why) if kind == RefKind::Resource && why.starts_with("is a URL") => {
+                    return Some(format!(
+                        "remote resource `{}` (never fetched)",
+                        short(&text)
+                    ));
                 }
-                RefTarget::Dir(sub) => todo.push(sub.clone()),
-                _ => {}
+                Some(why) if kind == RefKind::Helm => {
+                    return Some(format!("{}: `{text}` {why}", file.path));
+                }
+                Some(why) => {
+                    return Some(format!(
+                        "{}: `{field}` entry `{}` {why}",
+                        file.path,
+                        short(&text)
+                    ));
+                }
+                None => {}
             }
         }
     }
     None
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_string()
+    } else {
+        s.chars().take(77).collect::<String>() + "…"
+    }
+}
+
+/// How kustomize reads a reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefKind {
+    /// `resources`, `bases`, `components`: a file, a directory, or else a remote base.
+    Resource,
+    /// A file read as data (patches, generator files and envs, configurations, crds, openapi).
+    File,
+    /// A generator, transformer or validator configuration, which may name files itself.
+    Plugin,
+    /// `helmCharts` and friends.
+    Helm,
+}
+
+/// One reference of a kustomization to something it reads.
+struct FileRef {
+    field: &'static str,
+    text: String,
+    kind: RefKind,
+}
+
+/// Every reference of a kustomization (or plugin configuration) document to a file, directory
+/// or URL.
+fn file_refs(doc: &Value, out: &mut Vec<FileRef>) {
+    let Value::Map(entries) = doc else { return };
+    let mut push = |field: &'static str, text: &str, kind: RefKind| {
+        // Inline documents (generators, patches written in place) are not references.
+        if !text.contains('\n') && !text.trim().is_empty() {
+            out.push(FileRef {
+                field,
+                text: text.to_string(),
+                kind,
+            });
+        }
+    };
+    for (k, v) in entries {
+        let Some(key) = k.as_str() else { continue };
+        let strings = || v.seq().iter().filter_map(Value::as_str).collect::<Vec<_>>();
+        match key {
+            "resources" => strings()
+                .into_iter()
+                .for_each(|s| push("resources", s, RefKind::Resource)),
+            "bases" => strings()
+                .into_iter()
+                .for_each(|s| push("bases", s, RefKind::Resource)),
+            "components" => strings()
+                .into_iter()
+                .for_each(|s| push("components", s, RefKind::Resource)),
+            "crds" => strings()
+                .into_iter()
+                .for_each(|s| push("crds", s, RefKind::File)),
+            "configurations" => strings()
+                .into_iter()
+                .for_each(|s| push("configurations", s, RefKind::File)),
+            "patchesStrategicMerge" => strings()
+                .into_iter()
+                .for_each(|s| push("patchesStrategicMerge", s, RefKind::File)),
+            "generators" => strings()
+                .into_iter()
+                .for_each(|s| push("generators", s, RefKind::Plugin)),
+            "transformers" => strings()
+                .into_iter()
+                .for_each(|s| push("transformers", s, RefKind::Plugin)),
+            "validators" => strings()
+                .into_iter()
+                .for_each(|s| push("validators", s, RefKind::Plugin)),
+            "helmCharts" | "helmChartInflationGenerator" | "helmGlobals" => {
+                push("helmCharts", key, RefKind::Helm);
+            }
+            "openapi" => {
+                if let Some(p) = v.get("path").and_then(Value::as_str) {
+                    push("openapi", p, RefKind::File);
+                }
+            }
+            "patches" | "patchesJson6902" | "replacements" => {
+                let field = match key {
+                    "patches" => "patches",
+                    "patchesJson6902" => "patchesJson6902",
+                    _ => "replacements",
+                };
+                for item in v.seq() {
+                    if let Some(p) = item.get("path").and_then(Value::as_str) {
+                        push(field, p, RefKind::File);
+                    }
+                }
+            }
+            "configMapGenerator" | "secretGenerator" => {
+                let field = if key == "secretGenerator" {
+                    "secretGenerator"
+                } else {
+                    "configMapGenerator"
+                };
+                for item in v.seq() {
+                    let files = item.get("files").map(Value::seq).unwrap_or_default();
+                    for f in files.iter().filter_map(Value::as_str) {
+                        // `key=path` names the key; the path is after the first `=`.
+                        push(
+                            field,
+                            f.split_once('=').map_or(f, |(_, p)| p),
+                            RefKind::File,
+                        );
+                    }
+                    let envs = item.get("envs").map(Value::seq).unwrap_or_default();
+                    for e in envs.iter().filter_map(Value::as_str) {
+                        push(field, e, RefKind::File);
+                    }
+                    if let Some(e) = item.get("env").and_then(Value::as_str) {
+                        push(field, e, RefKind::File);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Resolve a reference of the kustomization in `dir`: `Ok(Some(dir))` for a directory to follow
+/// (a kustomization), `Ok(None)` for a file in the repository, `Err(why)` for anything that
+/// would read outside the repository or fetch. A resource that does not exist is refused too:
+/// kustomize would try it as a remote base.
+fn local_ref(
+    model: &Model,
+    dir: &str,
+    text: &str,
+    resource: bool,
+) -> Result<Option<String>, String> {
+    let text = text.trim();
+    if text.contains("://") || text.starts_with("git@") || text.starts_with("ssh:") {
+        return Err("is a URL (never fetched)".into());
+    }
+    if text.starts_with('/') {
+        return Err("is an absolute path outside the repository".into());
+    }
+    let Some(path) = crate::model::join(dir, text.trim_start_matches("./")) else {
+        return Err("leaves the repository root".into());
+    };
+    if model.repo.is_dir(&path) {
+        return Ok(Some(path));
+    }
+    if model.repo.is_file(&path) || !resource {
+        // A missing data file fails the build inside the copy, which holds only the repository.
+        return Ok(None);
+    }
+    Err("is not in the repository (kustomize would try to fetch it)".into())
+}
+
+/// A plugin configuration file names files too (`files`, `envs`, `env`, `path`): each must stay
+/// inside the repository.
+fn plugin_refs(model: &Model, dir: &str, text: &str) -> Result<(), String> {
+    let Some(path) = crate::model::join(dir, text.trim().trim_start_matches("./")) else {
+        return Ok(());
+    };
+    let Some(id) = model.repo.file_id(&path) else {
+        return Ok(());
+    };
+    let yaml = &model.repo.file(id).yaml;
+    for d in &yaml.docs {
+        let Ok(doc) = yaml.value(d.root) else {
+            continue;
+        };
+        let mut found = Vec::new();
+        nested_paths(&doc, &mut found);
+        for p in found {
+            if let Err(why) = local_ref(model, dir, &p, false) {
+                return Err(format!(
+                    "names `{}`, which {}",
+                    short(&p),
+                    why.trim_start_matches("is ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Strings under `files`, `envs`, `env`, `path` keys anywhere in a document.
+fn nested_paths(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Map(entries) => {
+            for (k, x) in entries {
+                match (k.as_str(), x) {
+                    (Some("files" | "envs" | "env" | "path"), Value::Str(s, _)) => {
+                        out.push(s.split_once('=').map_or(s.as_str(), |(_, p)| p).to_string());
+                    }
+                    (Some("files" | "envs"), Value::Seq(items)) => {
+                        for s in items.iter().filter_map(Value::as_str) {
+                            out.push(s.split_once('=').map_or(s, |(_, p)| p).to_string());
+                        }
+                    }
+                    _ => nested_paths(x, out),
+                }
+            }
+        }
+        Value::Seq(items) => items.iter().for_each(|i| nested_paths(i, out)),
+        _ => {}
+    }
 }
 
 /// The rendered documents of one layer variant.
@@ -530,15 +970,14 @@ fn build_variant(
     }
     let write = base.is_some() || !overlays.is_empty();
     if write {
-        std::fs::write(&file, text.unwrap_or_default()).map_err(|e| e.to_string())?;
+        private_write(&file, text.unwrap_or_default().as_bytes())?;
     }
     let result = tool.build(&abs);
     if write {
         match &original {
-            Some(bytes) => std::fs::write(&file, bytes),
-            None => std::fs::remove_file(&file),
-        }
-        .map_err(|e| e.to_string())?;
+            Some(bytes) => private_write(&file, bytes),
+            None => std::fs::remove_file(&file).map_err(|e| e.to_string()),
+        }?;
     }
     Ok(result)
 }
@@ -861,31 +1300,54 @@ fn first_difference(
     }
 }
 
-/// A temporary directory, removed on drop.
+/// A temporary directory (0700, random name, in the system temporary directory), removed on
+/// drop — also when the gate ends by an error or a signal.
 struct TempTree {
+    _dir: tempfile::TempDir,
     root: PathBuf,
 }
 
 impl TempTree {
     fn new() -> Result<TempTree, String> {
-        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let root = std::env::temp_dir().join(format!(
-            "fluxmend-verify-{}-{n}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-        Ok(TempTree { root })
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::Builder::new()
+            .prefix("fluxmend-verify-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(|e| {
+                format!(
+                    "cannot create a temporary directory in {}: {e}",
+                    std::env::temp_dir().display()
+                )
+            })?;
+        let root = dir.path().to_path_buf();
+        Ok(TempTree { _dir: dir, root })
     }
 }
 
-impl Drop for TempTree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
+/// Make `dir` and its missing parents, owner-only (0700): the copies can hold Secrets.
+fn private_dirs(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("creating {}: {e}", dir.display()))
+}
+
+/// Write a file of the copy, owner-only (0600), never through a link.
+fn private_write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 /// The files the builds of the affected layers can read: everything below a generated variant
@@ -994,11 +1456,24 @@ fn copy_repo(repo: &Repo, to: &Path, only: &BTreeSet<String>) -> Result<(), Stri
         }
         let parent = parent_of(rel);
         if made.insert(parent.to_string()) {
-            std::fs::create_dir_all(to.join(parent)).map_err(|e| e.to_string())?;
+            private_dirs(&to.join(parent))?;
         }
-        std::fs::copy(&src, to.join(rel)).map_err(|e| format!("copying {rel}: {e}"))?;
+        let bytes = read_no_follow(&src).map_err(|e| format!("reading {}: {e}", src.display()))?;
+        private_write(&to.join(rel), &bytes)?;
     }
     Ok(())
+}
+
+/// A regular file's bytes, refusing a symbolic link (which the loader never follows either).
+fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Apply a changeset to the copied tree.
@@ -1010,9 +1485,8 @@ fn apply_to_tree(root: &Path, files: &[FileChange]) -> Result<(), String> {
         let target = root.join(&f.path);
         match &f.after {
             Some(text) => {
-                std::fs::create_dir_all(target.parent().expect("below the root"))
-                    .map_err(|e| e.to_string())?;
-                std::fs::write(&target, text).map_err(|e| e.to_string())?;
+                private_dirs(target.parent().expect("below the root"))?;
+                private_write(&target, text.as_bytes())?;
             }
             None => {
                 let _ = std::fs::remove_file(&target);

@@ -573,6 +573,21 @@ impl TempRepo {
         repo
     }
 
+    /// [`TempRepo::with_flux_instance`] with the instance already annotated
+    /// `kustomize.toolkit.fluxcd.io/prune: disabled`: FM001's fix is then the move itself, in
+    /// one step, although `apps` prunes.
+    pub fn with_protected_flux_instance() -> Self {
+        let repo = TempRepo::with_flux_instance();
+        repo.write(
+            "apps/flux.yaml",
+            FLUX_INSTANCE.replace(
+                "  namespace: flux-system\n",
+                "  namespace: flux-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+            ),
+        );
+        repo
+    }
+
     /// A copy of the tree below `from` (see [`copy_tree`]).
     pub fn copy_of(from: &Path) -> Self {
         let repo = TempRepo::empty();

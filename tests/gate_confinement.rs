@@ -1,0 +1,287 @@
+//! The kustomize gate is confined (issue 12 item 5): a layer whose kustomizations reach outside
+//! the repository or a URL is "not verified" without being built; builds have a time and a
+//! memory limit, run in their own process group, and die with fluxmend; SIGTERM removes the
+//! temporary trees; the copies are owner-only.
+
+mod common;
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TempRepo, tree};
+
+/// `fluxmend fix ROOT` with `--verify kustomize`, extra environment, `TMPDIR` set to `tmp`.
+fn fix(repo: &TempRepo, tmp: &Path, env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fluxmend"))
+        .args(["fix", "--verify", "kustomize"])
+        .arg(repo.path())
+        .env("TMPDIR", tmp)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fluxmend")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Temporary trees fluxmend left in `tmp`.
+fn verify_trees(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fluxmend-verify-"))
+        .collect()
+}
+
+/// A directory holding a fake `kustomize` running `script` (POSIX sh), for PATH.
+fn fake_kustomize(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("kustomize");
+    std::fs::write(&bin, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// A process is gone (or a zombie nobody waits for).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.split_whitespace().nth(2) == Some("Z"),
+    }
+}
+
+/// A generator configuration reading a file outside the repository (absolute or climbing out):
+/// not verified, never built.
+#[test]
+fn a_generator_reading_outside_the_root_is_not_verified() {
+    for file in ["/etc/hostname", "../../../../../../../../etc/hostname"] {
+        let repo = TempRepo::with_flux_instance();
+        repo.append("apps/kustomization.yaml", "generators:\n  - gen.yaml\n")
+            .write(
+                "apps/gen.yaml",
+                format!(
+                    "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: host\nfiles:\n  - {file}\n"
+                ),
+            );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = fix(&repo, tmp.path(), &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!(
+                "not verified: layer flux-system/apps: apps/kustomization.yaml: `generators` entry `gen.yaml` names `{file}`"
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// A patch fetched over HTTP: not verified, and nothing connects.
+#[test]
+fn a_patch_url_is_never_fetched() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/patch.yaml", listener.local_addr().unwrap());
+    let repo = TempRepo::with_flux_instance();
+    repo.append(
+        "apps/kustomization.yaml",
+        &format!("patches:\n  - path: {url}\n"),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fix(&repo, tmp.path(), &[]);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("`patches` entry `{url}` is a URL (never fetched)")),
+        "{err}"
+    );
+    assert!(listener.accept().is_err(), "the URL was fetched");
+}
+
+/// A resource kustomize would try as a remote base (not in the repository), a Helm chart, and a
+/// transformer configuration naming a file outside: each not verified.
+#[test]
+fn remote_bases_helm_charts_and_plugin_files_are_not_verified() {
+    let cases = [
+        (
+            "resources:\n  - github.com/example/base?ref=v1\n",
+            "is not in the repository",
+        ),
+        (
+            "helmCharts:\n  - name: x\n    repo: https://charts.example.com\n",
+            "is a Helm chart",
+        ),
+        (
+            "transformers:\n  - plugin.yaml\n",
+            "leaves the repository root",
+        ),
+    ];
+    for (extra, why) in cases {
+        let repo = TempRepo::with_flux_instance();
+        if extra.starts_with("resources") {
+            repo.append(
+                "apps/kustomization.yaml",
+                "  - github.com/example/base?ref=v1\n",
+            );
+        } else {
+            repo.append("apps/kustomization.yaml", extra);
+        }
+        repo.write(
+            "apps/plugin.yaml",
+            "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: p\nfiles:\n  - ../../../../../etc/passwd\n",
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = fix(&repo, tmp.path(), &[]);
+        let err = stderr(&out);
+        assert!(
+            err.contains("not verified: layer flux-system/apps") && err.contains(why),
+            "{extra}: {err}"
+        );
+    }
+}
+
+/// A build over its memory limit ends as "not verified (build exceeded … MiB)" — set tiny here
+/// through the test-only variable.
+#[test]
+fn a_build_over_its_memory_limit_is_not_verified() {
+    let repo = TempRepo::with_flux_instance();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fix(
+        &repo,
+        tmp.path(),
+        &[("FLUXMEND_TEST_BUILD_LIMITS", "60000,16")],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not verified: layer flux-system/apps: build exceeded 16 MiB"),
+        "{err}"
+    );
+    assert!(verify_trees(tmp.path()).is_empty());
+}
+
+/// A build that never ends is killed, with its whole process group, at the time limit; the
+/// temporary trees are removed.
+#[test]
+fn a_build_over_its_time_limit_is_killed_with_its_group() {
+    let pids = tempfile::tempdir().unwrap();
+    let log = pids.path().join("pids");
+    let bin = fake_kustomize(&format!(
+        "sleep 300 &\necho $! >> {log}\necho $$ >> {log}\nwait",
+        log = log.display()
+    ));
+    let repo = TempRepo::with_flux_instance();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = path_with(bin.path());
+    let start = Instant::now();
+    let out = fix(
+        &repo,
+        tmp.path(),
+        &[("PATH", &path), ("FLUXMEND_TEST_BUILD_LIMITS", "300,1024")],
+    );
+    let err = stderr(&out);
+    assert!(start.elapsed() < Duration::from_secs(60), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not verified: layer flux-system/apps: build exceeded 0.3 s"),
+        "{err}"
+    );
+    assert!(verify_trees(tmp.path()).is_empty());
+    let pids = std::fs::read_to_string(&log).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in pids.split_whitespace() {
+        assert!(gone(pid), "build process {pid} still runs");
+    }
+}
+
+/// SIGTERM while a build runs: the build's group is killed, the temporary trees removed, and
+/// fluxmend ends by SIGTERM having written nothing.
+#[test]
+fn sigterm_kills_the_builds_and_removes_the_temporary_trees() {
+    let pids = tempfile::tempdir().unwrap();
+    let log = pids.path().join("pids");
+    let bin = fake_kustomize(&format!(
+        "sleep 300 &\necho $! >> {log}\nwait",
+        log = log.display()
+    ));
+    let repo = TempRepo::with_flux_instance();
+    let before = tree(repo.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
+        .args(["fix", "--write", "--verify", "kustomize"])
+        .arg(repo.path())
+        .env("TMPDIR", tmp.path())
+        .env("PATH", path_with(bin.path()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&log).map_or(true, |s| s.is_empty()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no build started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !verify_trees(tmp.path()).is_empty(),
+        "a tree exists meanwhile"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15)
+    );
+    assert!(verify_trees(tmp.path()).is_empty(), "temporary trees left");
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in std::fs::read_to_string(&log).unwrap().split_whitespace() {
+        assert!(gone(pid), "build process {pid} still runs");
+    }
+    assert_eq!(tree(repo.path()), before, "nothing written");
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// The copies are owner-only: every directory 0700, every file 0600.
+#[test]
+fn temporary_copies_are_owner_only() {
+    let logdir = tempfile::tempdir().unwrap();
+    let log = logdir.path().join("modes");
+    let bin = fake_kustomize(&format!(
+        "find \"$TMPDIR\"/fluxmend-verify-* -printf '%m %y %p\\n' >> {}",
+        log.display()
+    ));
+    let repo = TempRepo::with_flux_instance();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = path_with(bin.path());
+    let out = fix(&repo, tmp.path(), &[("PATH", &path)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let modes = std::fs::read_to_string(&log).unwrap();
+    assert!(modes.lines().count() > 5, "{modes}");
+    for line in modes.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (mode, kind) = (parts.next().unwrap(), parts.next().unwrap());
+        let want = if kind == "d" { "700" } else { "600" };
+        assert_eq!(mode, want, "{line}");
+    }
+}
