@@ -53,6 +53,8 @@ const COPIED: &[&str] = &[
     "force",
     "deletionPolicy",
     "prune",
+    "suspend",
+    "healthCheckExprs",
 ];
 
 impl Rule for DisposableWorkloadInGatedLayer {
@@ -123,7 +125,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .iter()
                     .map(|(inv, reason)| {
                         describe(
-                            model,
+                            &analysis,
                             layer,
                             variant,
                             &variant.inventory[*inv],
@@ -169,7 +171,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 fn describe(
-    model: &Model,
+    analysis: &Analysis,
     layer: &Layer,
     variant: &Variant,
     r: &Rendered,
@@ -182,10 +184,12 @@ fn describe(
     } else {
         "its healthChecks"
     };
+    let model = analysis.model;
     let masked = bundle.staying.len();
     let mut message = format!(
         "{} ({how}) health-gates {}, a disposable workload ({reason})",
-        layer.id, r.key
+        layer.id,
+        analysis.key_text(&r.key)
     );
     let bindings: Vec<String> = variant
         .bindings
@@ -1444,7 +1448,24 @@ fn new_layer_document(
         "# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
         layer.id.name
     );
-    layer_document_head(yaml, root, name, &why, &mut line);
+    // The head, with the old layer object's own labels and annotations before its `spec:`.
+    // Copied lines keep their own indentation, so the first one gets its key's column (the
+    // new `name:` is written at the spec's).
+    let metadata = yaml.lookup(root, &["metadata"]);
+    let mut head = |s: &str| {
+        if s == "spec:" {
+            for key in ["labels", "annotations"] {
+                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
+                    let start = yaml.node(k).span.start;
+                    let column = " ".repeat(start - yaml.line_start(start));
+                    let mut l = |t: &str| line(t);
+                    copy_entry_nodes(yaml, k, v, &column, &mut l);
+                }
+            }
+        }
+        line(s);
+    };
+    layer_document_head(yaml, root, name, &why, &mut head);
     let depends_on = |line: &mut dyn FnMut(&str)| match depends {
         DependsOn::OldLayer => {
             line(&format!("{indent}dependsOn:"));
@@ -1470,7 +1491,8 @@ fn new_layer_document(
                 line(&format!("{indent}path: {}", edit::scalar_text(path)));
                 done_path = true;
             }
-            "dependsOn" => {
+            // Written once: where the old list was, or at `wait` when that came first.
+            "dependsOn" if !done_deps => {
                 depends_on(&mut line);
                 done_deps = true;
             }
