@@ -635,9 +635,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
             let pairs = BUILTIN_KINDS
                 .iter()
                 .map(|&(g, k)| (g.to_string(), k.to_string()))
-                .chain(self.catalogue.kinds.iter().flat_map(|r| {
-                    r.names.iter().map(|n| (r.group.clone(), n.clone()))
-                }))
+                .chain(
+                    self.catalogue
+                        .kinds
+                        .iter()
+                        .flat_map(|r| r.names.iter().map(|n| (r.group.clone(), n.clone()))),
+                )
                 .chain(
                     self.model
                         .objects
@@ -847,15 +850,11 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 } else if is_chart_source(r) {
                     let users = self.chart_users(layer.cluster, r);
                     !users.is_empty()
-                        && users
-                            .iter()
-                            .all(|e| here(e) && b.moved.contains(&e.object))
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
                 } else if let Some(secret) = produced_secret(model, r) {
                     let users = self.referrers_named(layer.cluster, r, &secret);
                     !users.is_empty()
-                        && users
-                            .iter()
-                            .all(|e| here(e) && b.moved.contains(&e.object))
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
                 } else if is_custom(r) {
                     // A custom resource named like a runner (a `talos.dev` ServiceAccount that
                     // produces the runner's talosconfig Secret), or named by moved objects only.
@@ -866,9 +865,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
                     });
                     let users = self.referrers(layer.cluster, r);
                     (named_like || !users.is_empty())
-                        && users
-                            .iter()
-                            .all(|e| here(e) && b.moved.contains(&e.object))
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
                 } else if is_rbac(r, &["Role", "ClusterRole"]) {
                     let bindings: Vec<Entry> = self
                         .referrers(layer.cluster, r)
@@ -971,7 +968,10 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 .collect();
             let bound = if objects.is_empty() {
                 let mut named = false;
-                for m in inventory.iter().filter(|m| moved.contains(&m.object) && in_ns(m)) {
+                for m in inventory
+                    .iter()
+                    .filter(|m| moved.contains(&m.object) && in_ns(m))
+                {
                     if self.mentions(m.object, name) {
                         named = true;
                         break;
@@ -1117,7 +1117,11 @@ fn chart_ref<'a>(model: &'a Model, r: &'a Rendered) -> Option<(&'a str, &'a str,
         let keys: Vec<&str> = base.iter().copied().chain([k]).collect();
         yaml.lookup(obj.root, &keys).and_then(|n| yaml.scalar(n))
     };
-    Some((get("kind")?, get("name")?, get("namespace").unwrap_or(ns_of(r))))
+    Some((
+        get("kind")?,
+        get("name")?,
+        get("namespace").unwrap_or(ns_of(r)),
+    ))
 }
 
 /// The Secret an object produces in its own namespace: an ExternalSecret's `spec.target.name`
@@ -1195,6 +1199,8 @@ mod tests {
             ("buildkite/agent:3", true),
             ("drone/drone-runner-kube:latest", true),
             ("jenkins/inbound-agent:latest", true),
+            ("vegardit/gitea-act-runner:dind-rootless-0.2.13", true),
+            ("ghcr.io/rpenziol/gitea-actions-runner-dind:latest", true),
             ("ghcr.io/falcondev-oss/github-actions-cache-server:8", false),
             ("codeberg.org/forgejo/forgejo:11", false),
             ("docker:28.3.2-dind", false),

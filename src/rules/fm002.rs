@@ -851,7 +851,11 @@ impl Ctx<'_, '_, '_> {
     /// The folder below the listing kustomization's that already holds exactly the moved files
     /// (whole), with no kustomization file of its own and no other YAML: the runners are in a
     /// folder of their own, listed file by file, and need not move.
-    fn own_folder(&self, listing: Option<FileId>, files: &[(FileId, Vec<usize>)]) -> Option<String> {
+    fn own_folder(
+        &self,
+        listing: Option<FileId>,
+        files: &[(FileId, Vec<usize>)],
+    ) -> Option<String> {
         let model = self.model;
         let listing_dir = parent_of(&model.repo.file(listing?).path);
         let dir = parent_of(&model.repo.file(files.first()?.0).path);
@@ -890,7 +894,9 @@ impl Ctx<'_, '_, '_> {
     ) -> Result<String, String> {
         let model = self.model;
         let inventory = &self.variant.inventory;
-        let lister = model.repo.file(*chain.last().ok_or("no listing kustomization")?);
+        let lister = model
+            .repo
+            .file(*chain.last().ok_or("no listing kustomization")?);
         let mut removed: BTreeMap<FileId, Vec<NodeId>> = BTreeMap::new();
         let mut entries = Vec::new();
         for (file, docs) in files {
@@ -923,7 +929,8 @@ impl Ctx<'_, '_, '_> {
             lines,
             &entries,
         );
-        self.changes.create(&format!("{dir}/kustomization.yaml"), text);
+        self.changes
+            .create(&format!("{dir}/kustomization.yaml"), text);
         Ok(dir)
     }
 
