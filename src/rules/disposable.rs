@@ -1040,7 +1040,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
             } else {
                 let mut any = false;
                 for m in &moved {
-                    if self.refers(m, r) {
+                    let chart_source = chart_ref(model, m).is_some_and(|(kind, name, ns)| {
+                        kind == r.key.kind.as_str()
+                            && name == model.object(r.object).key.name.as_str()
+                            && ns == ns_of(r)
+                    });
+                    if chart_source || self.refers(m, r) {
                         any = true;
                         break;
                     }
