@@ -1027,3 +1027,55 @@ fn runners_listed_file_by_file_keep_their_folder_unless_it_holds_objects_that_st
             .contains("  path: ./apps/runners-2\n")
     );
 }
+
+#[test]
+fn a_chart_source_in_another_namespace_moves_with_its_only_runner_or_is_needed_where_it_stays() {
+    let release = |name: &str, namespace: &str, chart: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: {chart}\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n        namespace: flux-system\n"
+        )
+    };
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - repository.yaml\n  - runner.yaml\n  - web.yaml\n",
+        )
+        .write(
+            "apps/repository.yaml",
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  url: https://charts.gitlab.io\n",
+        )
+        .write("apps/runner.yaml", release("runner", "ci", "gitlab-runner"))
+        .write("apps/web.yaml", WEB);
+    repo.write_fix();
+    assert_eq!(
+        repo.read("apps/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nresources:\n  - repository.yaml\n  - runner.yaml\n"
+    );
+    assert!(
+        !repo
+            .read("clusters/test/apps-runners.yaml")
+            .contains("dependsOn")
+    );
+
+    // Another release in another namespace uses the same chart source: it stays, and the
+    // runners' layer waits for the old one.
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - repository.yaml\n  - runner.yaml\n  - web.yaml\n",
+        )
+        .write(
+            "apps/repository.yaml",
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  url: https://charts.gitlab.io\n",
+        )
+        .write("apps/runner.yaml", release("runner", "ci", "gitlab-runner"))
+        .write("apps/web.yaml", release("web", "web", "gitlab-pages"));
+    let plan = repo.fix();
+    let fix = plan["findings"][0]["fix"]["description"].as_str().unwrap();
+    assert!(
+        fix.contains("dependsOn apps: it needs HelmRepository/flux-system/charts"),
+        "{fix}"
+    );
+}
