@@ -26,6 +26,7 @@ const CASES: &[&str] = &[
     "seed002-apps-runners",
     "fm002-helm-runners",
     "fm002-generated",
+    "fm002-runners-folder",
 ];
 
 #[test]
@@ -79,6 +80,143 @@ fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
         .map(|i| model.object(i).key.name.to_string())
         .collect();
     assert_eq!(runners, ["forgejo-runner", "forgejo-runner-host"]);
+}
+
+#[test]
+fn a_dedicated_runner_layer_has_no_finding_and_nothing_to_fix() {
+    let root = fixture("fm002-dedicated-runners", "before");
+    let check = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert_eq!(check.json()["findings"], serde_json::json!([]));
+    let fix = fluxmend(["fix", root.to_str().unwrap()]);
+    assert_eq!((fix.code, fix.stdout.as_str()), (0, ""), "{}", fix.stderr);
+    // The runner is gated, and everything else the layer applies is the runner's: what
+    // produces or grants what it uses, or its Namespace.
+    let repo = Repo::load(&root).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let mut analysis = Analysis::new(&model);
+    let (id, layer) = model
+        .live_layers()
+        .find(|(_, l)| l.id.name == "forgejo-runner")
+        .unwrap();
+    let bundle = analysis.bundle(id, 0);
+    assert_eq!(bundle.gated.len(), 1);
+    assert!(bundle.staying.is_empty(), "{:?}", bundle.staying);
+    let mut moved: Vec<String> = layer.variants[0]
+        .inventory
+        .iter()
+        .filter(|r| bundle.moved.contains(&r.object))
+        .map(|r| format!("{} {}", r.key.api_version, r.key.kind))
+        .collect();
+    moved.sort();
+    assert_eq!(
+        moved,
+        [
+            "bitnami.com/v1alpha1 SealedSecret",
+            "cert-manager.io/v1 Certificate",
+            "external-secrets.io/v1 ExternalSecret",
+            "helm.toolkit.fluxcd.io/v2 HelmRelease",
+            "rbac.authorization.k8s.io/v1 Role",
+            "rbac.authorization.k8s.io/v1 RoleBinding",
+            "source.toolkit.fluxcd.io/v1 HelmRepository",
+            "talos.dev/v1alpha1 ServiceAccount",
+            "v1 ConfigMap",
+            "v1 ServiceAccount",
+        ]
+    );
+}
+
+#[test]
+fn what_the_runner_does_not_own_is_still_masked_and_named_with_its_group() {
+    let repo = TempRepo::copy_of(&fixture("fm002-dedicated-runners", "before"));
+    let dir = repo.path().join("apps/forgejo-runner");
+    let kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    // The generated ConfigMap becomes a plain one (a split does not carry generators over).
+    let generator = "configMapGenerator:\n  - name: forgejo-runner-config\n    namespace: forgejo-runner\n    files:\n      - config.yaml\ngeneratorOptions:\n  disableNameSuffixHash: true\n";
+    assert!(kustomization.contains(generator));
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        kustomization.replace(generator, "").replace(
+            "  - talos-serviceaccount.yaml\n",
+            "  - talos-serviceaccount.yaml\n  - config.yaml\n  - web.yaml\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forgejo-runner-config\n  namespace: forgejo-runner\ndata:\n  config.yaml: |\n    log: {level: info}\n",
+    )
+    .unwrap();
+    // An app that also mounts the Talos Secret: the talos.dev ServiceAccount is shared now.
+    std::fs::write(
+        dir.join("web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: forgejo-runner\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n      volumes:\n        - name: talosconfig\n          secret:\n            secretName: forgejo-runner-talos\n",
+    )
+    .unwrap();
+    let plan = fluxmend(command_args(
+        "fix",
+        repo.path(),
+        &["--rule", "FM002", "--format", "json"],
+    ))
+    .json();
+    let findings = plan["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{plan:#}");
+    let f = &findings[0];
+    // The Deployment, the talos.dev ServiceAccount it shares and the Namespace they share stay.
+    assert_eq!(f["masked_objects"], 3, "{f:#}");
+    let fix = f["fix"]["description"].as_str().unwrap();
+    assert!(
+        fix.contains("ServiceAccount.talos.dev/forgejo-runner/forgejo-runner-talos"),
+        "{fix}"
+    );
+    assert!(!fix.contains("ServiceAccount/forgejo-runner/"), "{fix}");
+}
+
+#[test]
+fn the_new_layer_carries_the_old_layers_settings_with_one_dependson() {
+    let old = std::fs::read_to_string(
+        fixture("fm002-runners-folder", "before").join("clusters/homelab/forgejo.yaml"),
+    )
+    .unwrap();
+    let new = std::fs::read_to_string(
+        fixture("fm002-runners-folder", "after").join("clusters/homelab/forgejo-runners.yaml"),
+    )
+    .unwrap();
+    assert!(
+        old.find("  wait: true").unwrap() < old.find("  dependsOn:").unwrap(),
+        "the old layer lists wait before dependsOn"
+    );
+    assert_eq!(new.matches("dependsOn:").count(), 1, "{new}");
+    for carried in [
+        "  labels:\n    toolkit.fluxcd.io/tenant: platform\n",
+        "  annotations:\n    homelab.example.org/owner: \"platform team\"\n",
+        "  prune: false\n",
+        "  suspend: false\n",
+        "  healthCheckExprs:\n    - apiVersion: external-secrets.io/v1\n",
+        "  timeout: 5m\n",
+    ] {
+        assert!(new.contains(carried), "{carried:?} not carried:\n{new}");
+    }
+    // The runners' folder is the new path; nothing was renamed or moved.
+    assert!(new.contains("  path: ./apps/forgejo/runners\n"), "{new}");
+    let after = fixture("fm002-runners-folder", "after");
+    assert!(!after.join("apps/forgejo/runners-2").exists());
+    for f in [
+        "ocirepository.yaml",
+        "tekton-runner.yaml",
+        "externalsecret.yaml",
+    ] {
+        assert_eq!(
+            std::fs::read(after.join("apps/forgejo/runners").join(f)).unwrap(),
+            std::fs::read(
+                fixture("fm002-runners-folder", "before")
+                    .join("apps/forgejo/runners")
+                    .join(f)
+            )
+            .unwrap(),
+            "{f}"
+        );
+    }
 }
 
 /// The documents Flux applies for every live layer, built the way Flux builds them: the
@@ -839,4 +977,130 @@ fn line_endings_and_bom_are_kept_in_split_and_new_files() {
             "{f} is not CRLF throughout: {text:?}"
         );
     }
+}
+
+#[test]
+fn runners_listed_file_by_file_keep_their_folder_unless_it_holds_objects_that_stay() {
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - web.yaml\n  - runners/runner.yaml\n  - runners/config.yaml\n",
+        )
+        .write("apps/web.yaml", WEB)
+        .write(
+            "apps/runners/runner.yaml",
+            deployment("runner", "woodpeckerci/woodpecker-agent:v3", ""),
+        )
+        // Read by the runner only: it moves along, and the folder is the runners' own.
+        .write(
+            "apps/runners/config.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: agent-config\n",
+        )
+        .write(
+            "apps/runners/runner.yaml",
+            deployment("runner", "woodpeckerci/woodpecker-agent:v3", "")
+                .replace("image: woodpeckerci/woodpecker-agent:v3\n", "image: woodpeckerci/woodpecker-agent:v3\n          envFrom: [{configMapRef: {name: agent-config}}]\n"),
+        );
+    assert!(repo.write_fix().contains("builtin + kustomize"));
+    assert_eq!(
+        repo.read("apps/kustomization.yaml"),
+        "resources:\n  - web.yaml\n"
+    );
+    assert_eq!(
+        repo.read("apps/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nresources:\n  - runner.yaml\n  - config.yaml\n"
+    );
+    assert!(
+        repo.read("clusters/test/apps-runners.yaml")
+            .contains("  path: ./apps/runners\n")
+    );
+    assert!(!repo.path().join("apps/runners-2").exists());
+
+    // The same folder also holds a ConfigMap the web app reads: the runner's file moves out.
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - web.yaml\n  - runners/runner.yaml\n  - runners/config.yaml\n",
+        )
+        .write(
+            "apps/web.yaml",
+            WEB.replace(
+                "image: nginx:1.27\n",
+                "image: nginx:1.27\n          envFrom: [{configMapRef: {name: shared}}]\n",
+            ),
+        )
+        .write(
+            "apps/runners/runner.yaml",
+            deployment("runner", "woodpeckerci/woodpecker-agent:v3", ""),
+        )
+        .write(
+            "apps/runners/config.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n",
+        );
+    repo.write_fix();
+    assert_eq!(
+        repo.read("apps/kustomization.yaml"),
+        "resources:\n  - web.yaml\n  - runners/config.yaml\n"
+    );
+    assert!(!repo.path().join("apps/runners/kustomization.yaml").exists());
+    assert!(!repo.path().join("apps/runners/runner.yaml").exists());
+    assert!(repo.path().join("apps/runners-2/runner.yaml").exists());
+    assert!(
+        repo.read("clusters/test/apps-runners.yaml")
+            .contains("  path: ./apps/runners-2\n")
+    );
+}
+
+#[test]
+fn a_chart_source_in_another_namespace_moves_with_its_only_runner_or_is_needed_where_it_stays() {
+    let release = |name: &str, namespace: &str, chart: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: {chart}\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n        namespace: flux-system\n"
+        )
+    };
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - repository.yaml\n  - runner.yaml\n  - web.yaml\n",
+        )
+        .write(
+            "apps/repository.yaml",
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  url: https://charts.gitlab.io\n",
+        )
+        .write("apps/runner.yaml", release("runner", "ci", "gitlab-runner"))
+        .write("apps/web.yaml", WEB);
+    repo.write_fix();
+    assert_eq!(
+        repo.read("apps/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps by fluxmend FM002; applied by the Flux Kustomization apps-runners.\nresources:\n  - repository.yaml\n  - runner.yaml\n"
+    );
+    assert!(
+        !repo
+            .read("clusters/test/apps-runners.yaml")
+            .contains("dependsOn")
+    );
+
+    // Another release in another namespace uses the same chart source: it stays, and the
+    // runners' layer waits for the old one.
+    let repo = Repo2::new();
+    repo.layer("apps", "./apps", "  wait: true\n")
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - repository.yaml\n  - runner.yaml\n  - web.yaml\n",
+        )
+        .write(
+            "apps/repository.yaml",
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  url: https://charts.gitlab.io\n",
+        )
+        .write("apps/runner.yaml", release("runner", "ci", "gitlab-runner"))
+        .write("apps/web.yaml", release("web", "web", "gitlab-pages"));
+    let plan = repo.fix();
+    let fix = plan["findings"][0]["fix"]["description"].as_str().unwrap();
+    assert!(
+        fix.contains("dependsOn apps: it needs HelmRepository/flux-system/charts"),
+        "{fix}"
+    );
 }

@@ -6,6 +6,7 @@
 //! for one layer variant, the [`Bundle`]: the disposable workloads the layer health-gates, the
 //! objects only they use (which move with them), and what stays behind.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::OnceLock;
@@ -13,7 +14,7 @@ use std::sync::OnceLock;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::load::Repo;
-use crate::model::{LayerId, Model, ObjectIdx, Rendered, is_namespaced};
+use crate::model::{LayerId, Model, ObjectIdx, ObjectKey, Rendered, is_namespaced};
 use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 /// The built-in catalogue.
@@ -566,7 +567,30 @@ pub struct Analysis<'m, 'r> {
     reasons: HashMap<ObjectIdx, Option<String>>,
     scalars: HashMap<ObjectIdx, HashSet<String>>,
     clusters: HashMap<usize, Rc<Cluster>>,
+    /// Kind name → the API groups it is used with (built-in kinds, the catalogue's, the model's).
+    groups_of_kind: OnceCell<HashMap<String, BTreeSet<String>>>,
 }
+
+/// Kinds of the built-in API groups whose names custom resources reuse (a `talos.dev`
+/// ServiceAccount, …): a message names the group of such a custom resource.
+const BUILTIN_KINDS: &[(&str, &str)] = &[
+    ("", "ConfigMap"),
+    ("", "Namespace"),
+    ("", "PersistentVolumeClaim"),
+    ("", "Pod"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("apps", "DaemonSet"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("batch", "CronJob"),
+    ("batch", "Job"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+];
 
 /// What the live layers of one cluster apply, and who names what.
 struct Cluster {
@@ -597,6 +621,46 @@ impl<'m, 'r> Analysis<'m, 'r> {
             reasons: HashMap::default(),
             scalars: HashMap::default(),
             clusters: HashMap::default(),
+            groups_of_kind: OnceCell::new(),
+        }
+    }
+
+    /// An object as messages name it: `Kind/namespace/name`, with the API group after the kind
+    /// (`ServiceAccount.talos.dev/…`) when a custom resource's kind name is also used by another
+    /// group — a built-in kind, a catalogue kind or another object of the repository.
+    pub fn key_text(&self, key: &ObjectKey) -> String {
+        let group = key.group();
+        let groups = self.groups_of_kind.get_or_init(|| {
+            let mut map: HashMap<String, BTreeSet<String>> = HashMap::default();
+            let pairs = BUILTIN_KINDS
+                .iter()
+                .map(|&(g, k)| (g.to_string(), k.to_string()))
+                .chain(
+                    self.catalogue
+                        .kinds
+                        .iter()
+                        .flat_map(|r| r.names.iter().map(|n| (r.group.clone(), n.clone()))),
+                )
+                .chain(
+                    self.model
+                        .objects
+                        .iter()
+                        .map(|o| (o.key.group().to_string(), o.key.kind.to_string())),
+                );
+            for (g, k) in pairs {
+                map.entry(k).or_default().insert(g);
+            }
+            map
+        });
+        let ambiguous = groups
+            .get(key.kind.as_str())
+            .is_some_and(|gs| gs.iter().any(|g| g != group));
+        if group.is_empty() || !ambiguous {
+            return key.to_string();
+        }
+        match &key.namespace {
+            Some(ns) => format!("{}.{group}/{ns}/{}", key.kind, key.name),
+            None => format!("{}.{group}/{}", key.kind, key.name),
         }
     }
 
@@ -636,6 +700,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
     /// Whether `from` names `to` (by its name as written) and may refer to it: same namespace
     /// for namespaced objects.
     fn refers(&mut self, from: &Rendered, to: &Rendered) -> bool {
+        let name = self.model.object(to.object).key.name.clone();
+        self.refers_named(from, to, &name)
+    }
+
+    /// [`Self::refers`] for a name `to` stands for: its own, or the Secret it produces.
+    fn refers_named(&mut self, from: &Rendered, to: &Rendered, name: &str) -> bool {
         if from.object == to.object {
             return false;
         }
@@ -644,8 +714,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         if to_namespaced && (!from_namespaced || ns_of(from) != ns_of(to)) {
             return false;
         }
-        let name = self.model.object(to.object).key.name.clone();
-        self.scalars(from.object).contains(name.as_str())
+        self.scalars(from.object).contains(name)
     }
 
     fn cluster(&mut self, cluster: usize) -> Rc<Cluster> {
@@ -686,12 +755,39 @@ impl<'m, 'r> Analysis<'m, 'r> {
 
     /// The objects of live layers of the cluster that refer to `to`.
     fn referrers(&mut self, cluster: usize, to: &Rendered) -> Vec<Entry> {
+        let name = self.model.object(to.object).key.name.clone();
+        self.referrers_named(cluster, to, &name)
+    }
+
+    /// The objects of live layers of the cluster that name `name`, which `to` stands for, where
+    /// they may refer to `to` (the same namespace for a namespaced `to`).
+    fn referrers_named(&mut self, cluster: usize, to: &Rendered, name: &str) -> Vec<Entry> {
         let c = self.cluster(cluster);
-        let name = &self.model.object(to.object).key.name;
+        let mut out = Vec::new();
+        for &i in c.mentions.get(name).map_or(&[][..], Vec::as_slice) {
+            let e = c.entries[i];
+            if self.refers_named(self.rendered(&e), to, name) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// The objects of live layers of the cluster that use the chart source `source`: the
+    /// HelmReleases whose `chartRef`/`chart.spec.sourceRef` name it (in any namespace), and
+    /// whatever names it in its own namespace.
+    fn chart_users(&mut self, cluster: usize, source: &Rendered) -> Vec<Entry> {
+        let model = self.model;
+        let name = model.object(source.object).key.name.clone();
+        let c = self.cluster(cluster);
         let mut out = Vec::new();
         for &i in c.mentions.get(name.as_str()).map_or(&[][..], Vec::as_slice) {
             let e = c.entries[i];
-            if self.refers(self.rendered(&e), to) {
+            let from = self.rendered(&e);
+            let names_it = chart_ref(model, from).is_some_and(|(kind, n, ns)| {
+                kind == source.key.kind.as_str() && n == name.as_str() && ns == ns_of(source)
+            });
+            if names_it || self.refers_named(from, source, &name) {
                 out.push(e);
             }
         }
@@ -751,6 +847,25 @@ impl<'m, 'r> Analysis<'m, 'r> {
                             .all(|e| here(e) && b.moved.contains(&e.object))
                 } else if is_rbac(r, &["RoleBinding", "ClusterRoleBinding"]) {
                     self.binds_only_moved(r, inventory, &b.moved)
+                } else if is_chart_source(r) {
+                    let users = self.chart_users(layer.cluster, r);
+                    !users.is_empty()
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
+                } else if let Some(secret) = produced_secret(model, r) {
+                    let users = self.referrers_named(layer.cluster, r, &secret);
+                    !users.is_empty()
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
+                } else if is_custom(r) {
+                    // A custom resource named like a runner (a `talos.dev` ServiceAccount that
+                    // produces the runner's talosconfig Secret), or named by moved objects only.
+                    let name = model.object(r.object).key.name.clone();
+                    let named_like = b.gated.iter().any(|&(i, _)| {
+                        let g = &inventory[i];
+                        ns_of(g) == ns_of(r) && model.object(g.object).key.name == name
+                    });
+                    let users = self.referrers(layer.cluster, r);
+                    (named_like || !users.is_empty())
+                        && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
                 } else if is_rbac(r, &["Role", "ClusterRole"]) {
                     let bindings: Vec<Entry> = self
                         .referrers(layer.cluster, r)
@@ -810,9 +925,10 @@ impl<'m, 'r> Analysis<'m, 'r> {
         b
     }
 
-    /// A (Cluster)RoleBinding whose subjects are all ServiceAccounts that move.
+    /// A (Cluster)RoleBinding whose subjects are all ServiceAccounts that move, or that a moved
+    /// object names when no ServiceAccount object of that name exists (a chart creates it).
     fn binds_only_moved(
-        &self,
+        &mut self,
         binding: &Rendered,
         inventory: &[Rendered],
         moved: &BTreeSet<ObjectIdx>,
@@ -824,26 +940,52 @@ impl<'m, 'r> Analysis<'m, 'r> {
             return false;
         };
         let items = yaml.items(subjects);
-        !items.is_empty()
-            && items.iter().all(|&s| {
-                let get = |k: &str| yaml.lookup(s, &[k]).and_then(|n| yaml.scalar(n));
-                if get("kind") != Some("ServiceAccount") {
-                    return false;
-                }
-                let (Some(name), ns) = (get("name"), get("namespace")) else {
-                    return false;
-                };
-                let ns = ns.or(binding.key.namespace.as_deref());
-                inventory.iter().any(|sa| {
-                    moved.contains(&sa.object)
-                        && is_core(sa, &["ServiceAccount"])
-                        && model.object(sa.object).key.name == name
-                        && ns.is_none_or(|ns| {
-                            Some(ns) == sa.key.namespace.as_deref()
-                                || Some(ns) == model.object(sa.object).key.namespace.as_deref()
-                        })
+        if items.is_empty() {
+            return false;
+        }
+        for &s in items {
+            let get = |k: &str| yaml.lookup(s, &[k]).and_then(|n| yaml.scalar(n));
+            if get("kind") != Some("ServiceAccount") {
+                return false;
+            }
+            let (Some(name), ns) = (get("name"), get("namespace")) else {
+                return false;
+            };
+            let ns = ns.or(binding.key.namespace.as_deref());
+            let in_ns = |r: &Rendered| {
+                ns.is_none_or(|ns| {
+                    Some(ns) == r.key.namespace.as_deref()
+                        || Some(ns) == model.object(r.object).key.namespace.as_deref()
                 })
-            })
+            };
+            let objects: Vec<&Rendered> = inventory
+                .iter()
+                .filter(|sa| {
+                    is_core(sa, &["ServiceAccount"])
+                        && model.object(sa.object).key.name == name
+                        && in_ns(sa)
+                })
+                .collect();
+            let bound = if objects.is_empty() {
+                let mut named = false;
+                for m in inventory
+                    .iter()
+                    .filter(|m| moved.contains(&m.object) && in_ns(m))
+                {
+                    if self.mentions(m.object, name) {
+                        named = true;
+                        break;
+                    }
+                }
+                named
+            } else {
+                objects.iter().all(|sa| moved.contains(&sa.object))
+            };
+            if !bound {
+                return false;
+            }
+        }
+        true
     }
 
     /// Whether a (Cluster)RoleBinding's `roleRef` names this (Cluster)Role.
@@ -898,7 +1040,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
             } else {
                 let mut any = false;
                 for m in &moved {
-                    if self.refers(m, r) {
+                    let chart_source = chart_ref(model, m).is_some_and(|(kind, name, ns)| {
+                        kind == r.key.kind.as_str()
+                            && name == model.object(r.object).key.name.as_str()
+                            && ns == ns_of(r)
+                    });
+                    if chart_source || self.refers(m, r) {
                         any = true;
                         break;
                     }
@@ -906,7 +1053,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 any
             };
             if needed {
-                let s = r.key.to_string();
+                let s = self.key_text(&r.key);
                 if !out.contains(&s) {
                     out.push(s);
                 }
@@ -930,11 +1077,77 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 if bundle.moved.contains(&a.object) != bundle.moved.contains(&b.object)
                     && self.refers(a, b)
                 {
-                    out.push((a.key.to_string(), b.key.to_string()));
+                    out.push((self.key_text(&a.key), self.key_text(&b.key)));
                 }
             }
         }
         out
+    }
+}
+
+/// A Flux chart source (what a HelmRelease's `chartRef` or `chart.spec.sourceRef` names).
+fn is_chart_source(r: &Rendered) -> bool {
+    r.key.group() == "source.toolkit.fluxcd.io"
+        && matches!(
+            r.key.kind.as_str(),
+            "HelmRepository" | "OCIRepository" | "GitRepository" | "Bucket" | "HelmChart"
+        )
+}
+
+/// A namespaced custom resource that is not Flux's own: built-in groups have no dot or end in
+/// `.k8s.io`; Flux objects (layers, sources, releases) are never carried along by a name.
+fn is_custom(r: &Rendered) -> bool {
+    let group = r.key.group();
+    group.contains('.')
+        && !group.ends_with(".k8s.io")
+        && !group.ends_with("fluxcd.io")
+        && !group.ends_with("fluxcd.controlplane.io")
+        && is_namespaced(&r.key.api_version, &r.key.kind)
+}
+
+/// The chart source a HelmRelease names: (kind, name, namespace), the namespace defaulting to
+/// the release's own.
+fn chart_ref<'a>(model: &'a Model, r: &'a Rendered) -> Option<(&'a str, &'a str, &'a str)> {
+    if r.key.kind != "HelmRelease" || r.key.group() != "helm.toolkit.fluxcd.io" {
+        return None;
+    }
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let base: &[&str] = if yaml.lookup(obj.root, &["spec", "chartRef"]).is_some() {
+        &["spec", "chartRef"]
+    } else {
+        &["spec", "chart", "spec", "sourceRef"]
+    };
+    let get = |k: &str| {
+        let keys: Vec<&str> = base.iter().copied().chain([k]).collect();
+        yaml.lookup(obj.root, &keys).and_then(|n| yaml.scalar(n))
+    };
+    Some((
+        get("kind")?,
+        get("name")?,
+        get("namespace").unwrap_or(ns_of(r)),
+    ))
+}
+
+/// The Secret an object produces in its own namespace: an ExternalSecret's `spec.target.name`
+/// (default: its own name), a SealedSecret's name, a cert-manager Certificate's `secretName`.
+/// What a runner reads then comes from it, so it belongs to the runner as a Secret would.
+fn produced_secret(model: &Model, r: &Rendered) -> Option<String> {
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let scalar = |keys: &[&str]| {
+        yaml.lookup(obj.root, keys)
+            .and_then(|n| yaml.scalar(n))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    match (r.key.group(), r.key.kind.as_str()) {
+        ("external-secrets.io", "ExternalSecret") => {
+            Some(scalar(&["spec", "target", "name"]).unwrap_or_else(|| obj.key.name.to_string()))
+        }
+        ("bitnami.com", "SealedSecret") => Some(obj.key.name.to_string()),
+        ("cert-manager.io", "Certificate") => scalar(&["spec", "secretName"]),
+        _ => None,
     }
 }
 
@@ -991,6 +1204,8 @@ mod tests {
             ("buildkite/agent:3", true),
             ("drone/drone-runner-kube:latest", true),
             ("jenkins/inbound-agent:latest", true),
+            ("vegardit/gitea-act-runner:dind-rootless-0.2.13", true),
+            ("ghcr.io/rpenziol/gitea-actions-runner-dind:latest", true),
             ("ghcr.io/falcondev-oss/github-actions-cache-server:8", false),
             ("codeberg.org/forgejo/forgejo:11", false),
             ("docker:28.3.2-dind", false),

@@ -55,6 +55,8 @@ const COPIED: &[&str] = &[
     "force",
     "deletionPolicy",
     "prune",
+    "suspend",
+    "healthCheckExprs",
 ];
 
 impl Rule for DisposableWorkloadInGatedLayer {
@@ -125,7 +127,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .iter()
                     .map(|(inv, reason)| {
                         describe(
-                            model,
+                            &analysis,
                             layer,
                             variant,
                             &variant.inventory[*inv],
@@ -171,7 +173,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 fn describe(
-    model: &Model,
+    analysis: &Analysis,
     layer: &Layer,
     variant: &Variant,
     r: &Rendered,
@@ -184,10 +186,12 @@ fn describe(
     } else {
         "its healthChecks"
     };
+    let model = analysis.model;
     let masked = bundle.staying.len();
     let mut message = format!(
         "{} ({how}) health-gates {}, a disposable workload ({reason})",
-        layer.id, r.key
+        layer.id,
+        analysis.key_text(&r.key)
     );
     let bindings: Vec<String> = variant
         .bindings
@@ -769,8 +773,6 @@ impl Ctx<'_, '_, '_> {
             }
             None => format!("{}-runners", self.variant.dir),
         };
-        let folder = self.free_folder(&base)?;
-        let lines = self.carry(an, chain, members, true)?;
         // The files, in the order the layer renders them.
         let mut files: Vec<(FileId, Vec<usize>)> = Vec::new();
         for &i in members {
@@ -780,6 +782,11 @@ impl Ctx<'_, '_, '_> {
                 None => files.push((file, vec![i])),
             }
         }
+        let lines = self.carry(an, chain, members, true)?;
+        if let Some(dir) = self.own_folder(listing, &files) {
+            return self.plan_own_folder(dir, chain, &files, &lines, layer_name);
+        }
+        let folder = self.free_folder(&base)?;
         let lister = listing.map(|f| model.repo.file(f));
         let eol = lister
             .map_or(model.repo.file(files[0].0).yaml.line_ending, |f| {
@@ -800,17 +807,7 @@ impl Ctx<'_, '_, '_> {
             let basename = src.path.rsplit('/').next().unwrap_or("runners.yaml");
             let name = free_file_name(basename, &names);
             let objects = model.objects_in(*file);
-            let content_docs = src
-                .yaml
-                .docs
-                .iter()
-                .filter(|d| src.yaml.value(d.root).is_ok_and(|v| v != Value::Null))
-                .count();
-            let whole = content_docs == objects.len()
-                && objects
-                    .clone()
-                    .all(|o| docs.iter().any(|&i| inventory[i].object == o));
-            if whole {
+            if whole_file(model, *file, docs, inventory) {
                 self.changes.delete(&src.path);
                 self.changes.create(
                     &format!("{folder}/{name}"),
@@ -898,6 +895,92 @@ impl Ctx<'_, '_, '_> {
         self.changes
             .create(&format!("{folder}/kustomization.yaml"), out);
         Ok(folder)
+    }
+
+    /// The folder below the listing kustomization's that already holds exactly the moved files
+    /// (whole), with no kustomization file of its own and no other YAML: the runners are in a
+    /// folder of their own, listed file by file, and need not move.
+    fn own_folder(
+        &self,
+        listing: Option<FileId>,
+        files: &[(FileId, Vec<usize>)],
+    ) -> Option<String> {
+        let model = self.model;
+        let listing_dir = parent_of(&model.repo.file(listing?).path);
+        let dir = parent_of(&model.repo.file(files.first()?.0).path);
+        let below = relative_below(listing_dir, dir).is_some_and(|r| !r.is_empty());
+        let has_kustomization = model.kustomize_dirs.contains_key(dir)
+            || KUSTOMIZATION_FILE_NAMES
+                .iter()
+                .any(|n| join(dir, n).is_some_and(|p| model.repo.is_file(&p)));
+        if !below || has_kustomization || generated_cover(model, dir).is_some() {
+            return None;
+        }
+        let whole = files.iter().all(|(file, docs)| {
+            let src = model.repo.file(*file);
+            parent_of(&src.path) == dir
+                && src.error.is_none()
+                && whole_file(model, *file, docs, &self.variant.inventory)
+        });
+        let only_these = model
+            .repo
+            .files_in(dir)
+            .iter()
+            .all(|f| files.iter().any(|(m, _)| m == f));
+        (whole && only_these && model.repo.skipped_yaml_in(dir).next().is_none())
+            .then(|| dir.to_string())
+    }
+
+    /// The runners' own folder gets a kustomization listing its files (carrying what the chain
+    /// did to them) and becomes the new layer's path; the entries that listed them go.
+    fn plan_own_folder(
+        &mut self,
+        dir: String,
+        chain: &[FileId],
+        files: &[(FileId, Vec<usize>)],
+        lines: &[String],
+        layer_name: &str,
+    ) -> Result<String, String> {
+        let model = self.model;
+        let inventory = &self.variant.inventory;
+        let lister = model
+            .repo
+            .file(*chain.last().ok_or("no listing kustomization")?);
+        let mut removed: BTreeMap<FileId, Vec<NodeId>> = BTreeMap::new();
+        let mut entries = Vec::new();
+        for (file, docs) in files {
+            let (kfile, item) = bringing_entry(model, &inventory[docs[0]], chain.len() - 1)
+                .ok_or_else(|| {
+                    format!(
+                        "cannot find the resources entry that lists {}",
+                        model.repo.file(*file).path
+                    )
+                })?;
+            let dot_slash = model
+                .repo
+                .file(kfile)
+                .yaml
+                .scalar(item)
+                .is_some_and(|t| t.starts_with("./"));
+            let base = model.repo.file(*file).path.rsplit('/').next().unwrap_or("");
+            entries.push(format!("{}{base}", if dot_slash { "./" } else { "" }));
+            removed.entry(kfile).or_default().push(item);
+            self.touched.objects.insert(*file);
+        }
+        for (kfile, items) in &removed {
+            self.remove_entries(*kfile, items)?;
+        }
+        let text = kustomization_text(
+            lister.yaml.line_ending.as_str(),
+            Some(lister),
+            parent_of(&lister.path),
+            layer_name,
+            lines,
+            &entries,
+        );
+        self.changes
+            .create(&format!("{dir}/kustomization.yaml"), text);
+        Ok(dir)
     }
 
     fn remove_entries(&mut self, kfile: FileId, items: &[NodeId]) -> Result<(), String> {
@@ -1221,6 +1304,23 @@ fn kustomization_text(
     out
 }
 
+/// Whether every document with content in `file` is one of the moved `docs` (inventory
+/// indices): the file moves whole.
+fn whole_file(model: &Model, file: FileId, docs: &[usize], inventory: &[Rendered]) -> bool {
+    let src = model.repo.file(file);
+    let objects = model.objects_in(file);
+    let content_docs = src
+        .yaml
+        .docs
+        .iter()
+        .filter(|d| src.yaml.value(d.root).is_ok_and(|v| v != Value::Null))
+        .count();
+    content_docs == objects.len()
+        && objects
+            .clone()
+            .all(|o| docs.iter().any(|&i| inventory[i].object == o))
+}
+
 /// The relative path from directory `from` to directory `to` (both repository-relative).
 fn relative_path(from: &str, to: &str) -> String {
     let a: Vec<&str> = from.split('/').filter(|s| !s.is_empty()).collect();
@@ -1493,7 +1593,24 @@ fn new_layer_document(
         "# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
         layer.id.name
     );
-    layer_document_head(yaml, root, name, &why, &mut line);
+    // The head, with the old layer object's own labels and annotations before its `spec:`.
+    // Copied lines keep their own indentation, so the first one gets its key's column (the
+    // new `name:` is written at the spec's).
+    let metadata = yaml.lookup(root, &["metadata"]);
+    let mut head = |s: &str| {
+        if s == "spec:" {
+            for key in ["labels", "annotations"] {
+                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
+                    let start = yaml.node(k).span.start;
+                    let column = " ".repeat(start - yaml.line_start(start));
+                    let mut l = |t: &str| line(t);
+                    copy_entry_nodes(yaml, k, v, &column, &mut l);
+                }
+            }
+        }
+        line(s);
+    };
+    layer_document_head(yaml, root, name, &why, &mut head);
     let depends_on = |line: &mut dyn FnMut(&str)| match depends {
         DependsOn::OldLayer => {
             line(&format!("{indent}dependsOn:"));
@@ -1519,7 +1636,8 @@ fn new_layer_document(
                 line(&format!("{indent}path: {}", edit::scalar_text(path)));
                 done_path = true;
             }
-            "dependsOn" => {
+            // Written once: where the old list was, or at `wait` when that came first.
+            "dependsOn" if !done_deps => {
                 depends_on(&mut line);
                 done_deps = true;
             }
