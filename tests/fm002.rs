@@ -153,6 +153,13 @@ fn what_the_runner_does_not_own_is_still_masked_and_named_with_its_group() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: forgejo-runner\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n      volumes:\n        - name: talosconfig\n          secret:\n            secretName: forgejo-runner-talos\n",
     )
     .unwrap();
+    // The layer prunes: phase 1 protects what moves, then the move is planned.
+    let first = fluxmend(command_args(
+        "fix",
+        repo.path(),
+        &["--rule", "FM002", "--write"],
+    ));
+    assert!(first.stderr.contains("phase 1 of 2"), "{}", first.stderr);
     let plan = fluxmend(command_args(
         "fix",
         repo.path(),
@@ -528,6 +535,18 @@ impl Repo2 {
 
     fn fix(&self) -> serde_json::Value {
         self.fm002("fix", &["--format", "json"]).json()
+    }
+
+    /// The plan of the move itself: phase 1 (protecting what moves off a pruning layer) is
+    /// written first when that is what `fix` offers.
+    fn move_plan(&self) -> serde_json::Value {
+        let plan = self.fix();
+        if plan["findings"][0]["fix"]["phase"] != 1 {
+            return plan;
+        }
+        let run = self.fm002("fix", &["--write"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        self.fix()
     }
 
     /// Write the fix; a phased one (off a pruning layer) is written phase after phase, and the
@@ -1097,7 +1116,7 @@ fn a_chart_source_in_another_namespace_moves_with_its_only_runner_or_is_needed_w
         )
         .write("apps/runner.yaml", release("runner", "ci", "gitlab-runner"))
         .write("apps/web.yaml", release("web", "web", "gitlab-pages"));
-    let plan = repo.fix();
+    let plan = repo.move_plan();
     let fix = plan["findings"][0]["fix"]["description"].as_str().unwrap();
     assert!(
         fix.contains("dependsOn apps: it needs HelmRepository/flux-system/charts"),

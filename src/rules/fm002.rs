@@ -302,7 +302,7 @@ fn plan_fix(
             model,
             layer,
             &unprotected,
-            "deleting them would lose what they hold (a volume's data, a Secret, a ServiceAccount's tokens, a Helm release) until the new layer applies them again",
+            "deleting what moves loses what it holds (a volume's data, a Secret, a ServiceAccount's tokens, a Helm release) until the new layer applies it again",
             TRADEOFF,
             STAYS,
         );
