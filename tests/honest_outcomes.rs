@@ -102,6 +102,33 @@ fn a_name_that_is_not_utf8_is_reported_as_such() {
     assert!(!report.to_string().contains("No such file"), "{report:#}");
     assert_eq!(common::diagnostics(&report).len(), 2, "{report:#}");
     assert_eq!(summary(&report, "files"), common::LAYOUT_FILES);
-    let _ = tree;
-    let _ = git_apply;
+}
+
+/// A layer whose directory is named with a combining character keeps its fix: the new
+/// Kustomization's `path` is written as YAML, not with Rust's `\u{302}` escape.
+#[test]
+fn a_directory_named_with_a_combining_character_keeps_its_fix() {
+    let repo = TempRepo::with_flux_instance();
+    let dir = "apps\u{302}";
+    std::fs::rename(repo.path().join("apps"), repo.path().join(dir)).unwrap();
+    let layer = repo.read("clusters/prod/apps.yaml");
+    repo.write(
+        "clusters/prod/apps.yaml",
+        layer.replace("path: ./apps", &format!("path: ./{dir}")),
+    );
+    let run = repo.run("fix", &["--write", "--verify", "builtin"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!run.stderr.contains("no fix"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("written; verified: builtin"),
+        "{}",
+        run.stderr
+    );
+    let created = repo.read("clusters/prod/flux-instance.yaml");
+    assert!(
+        created.contains(&format!("path: \"./{dir}/flux-instance\"")),
+        "{created}"
+    );
+    let after = repo.run("check", &[]);
+    assert_eq!(after.code, 0, "{}", after.stdout);
 }
