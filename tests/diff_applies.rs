@@ -18,7 +18,8 @@ fn git_apply_and_patch_reproduce_every_after_tree() {
     for case in cases {
         let before = fixture(&case, "before");
         let after = fixture(&case, "after");
-        let run = fluxmend(command_args("fix", &before, &[]));
+        // The fixtures live inside this crate's git work tree: paths relative to PATH here.
+        let run = fluxmend(command_args("fix", &before, &["--diff-prefix", "."]));
         assert_eq!(run.code, 1, "{case}");
         for tool in ["git", "patch"] {
             let tmp = TempRepo::copy_of(&before);

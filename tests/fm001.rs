@@ -27,7 +27,7 @@ fn findings_and_diffs_match_snapshots() {
             code,
             stdout: diff,
             stderr: report,
-        } = fluxmend(["fix", dir.to_str().unwrap()]);
+        } = fluxmend(["fix", dir.to_str().unwrap(), "--diff-prefix", "."]);
         assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
         insta::assert_snapshot!(format!("{case}-report"), report);
         insta::assert_snapshot!(format!("{case}-diff"), diff);

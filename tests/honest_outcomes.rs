@@ -30,6 +30,13 @@ fn git_apply(dir: &Path, args: &[&str], diff: &str) -> (bool, String) {
     )
 }
 
+/// Every file of the work tree below `root` (its `.git` left out), relative path to bytes.
+fn work_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = tree(root);
+    files.retain(|path, _| !path.starts_with(".git/"));
+    files
+}
+
 /// Commit everything in `dir` as a fresh git repository on `main`.
 fn git_init_commit(dir: &Path) {
     let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
@@ -131,4 +138,116 @@ fn a_directory_named_with_a_combining_character_keeps_its_fix() {
     );
     let after = repo.run("check", &[]);
     assert_eq!(after.code, 0, "{}", after.stdout);
+}
+
+// 5. The diff's paths.
+
+/// A git work tree with a README at the top and the Flux layout (with an FM001 finding) in
+/// `deploy/k8s/`, all committed.
+fn work_tree_with_layout_below() -> TempRepo {
+    let repo = TempRepo::empty();
+    repo.write("README.md", "fleet\n");
+    copy_tree(
+        TempRepo::with_flux_instance().path(),
+        &repo.path().join("deploy/k8s"),
+    );
+    git_init_commit(repo.path());
+    repo
+}
+
+/// With PATH inside a git work tree the diff's paths are relative to its top level: `git apply`
+/// there (and in PATH itself, which git reads relative to the top level too) makes exactly the
+/// change `fix --write` makes. `--diff-prefix` sets another prefix.
+#[test]
+fn the_diff_applies_from_the_work_tree_top_level() {
+    let written = work_tree_with_layout_below();
+    let run = fluxmend(command_args(
+        "fix",
+        &written.path().join("deploy/k8s"),
+        &["--write", "--verify", "builtin"],
+    ));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let expected = work_files(written.path());
+
+    for apply_in in ["", "deploy/k8s"] {
+        let repo = work_tree_with_layout_below();
+        let path = repo.path().join("deploy/k8s");
+        let run = fluxmend(command_args("fix", &path, &["--verify", "builtin"]));
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let diff = run.stdout;
+        assert!(
+            diff.starts_with("diff --git a/deploy/k8s/"),
+            "paths from the top level: {diff}"
+        );
+        let dir = repo.path().join(apply_in);
+        let (ok, err) = git_apply(&dir, &["--check"], &diff);
+        assert!(ok, "git apply --check in {apply_in:?}: {err}");
+        let (ok, err) = git_apply(&dir, &[], &diff);
+        assert!(ok, "git apply in {apply_in:?}: {err}");
+        assert!(
+            work_files(repo.path()) == expected,
+            "applied in {apply_in:?}: {:?}",
+            common::differing_paths(&work_files(repo.path()), &expected)
+        );
+    }
+
+    // The JSON diff is the same text; an explicit prefix replaces the work tree's.
+    let repo = work_tree_with_layout_below();
+    let path = repo.path().join("deploy/k8s");
+    let json = fluxmend(command_args("fix", &path, &["--format", "json"])).json();
+    assert!(
+        json["diff"]
+            .as_str()
+            .unwrap()
+            .starts_with("diff --git a/deploy/k8s/")
+    );
+    assert_eq!(json["files"][0]["path"], "apps/flux-instance/flux.yaml");
+    for (prefix, start) in [
+        (".", "diff --git a/apps/"),
+        ("", "diff --git a/apps/"),
+        ("fleet/", "diff --git a/fleet/apps/"),
+        ("./a/b", "diff --git a/a/b/apps/"),
+    ] {
+        let run = fluxmend(command_args("fix", &path, &["--diff-prefix", prefix]));
+        assert!(run.stdout.starts_with(start), "{prefix:?}: {}", run.stdout);
+    }
+    for bad in ["../x", "/abs"] {
+        let run = fluxmend(command_args("fix", &path, &["--diff-prefix", bad]));
+        assert_eq!(run.code, 2, "{bad}: {run:?}");
+        assert!(run.stderr.contains("--diff-prefix"), "{}", run.stderr);
+    }
+}
+
+/// Outside any work tree the paths are relative to PATH, as before.
+#[test]
+fn outside_git_the_diff_is_relative_to_path() {
+    let repo = TempRepo::with_flux_instance();
+    let run = repo.run("fix", &["--verify", "builtin"]);
+    assert!(
+        run.stdout.starts_with("diff --git a/apps/"),
+        "{}",
+        run.stdout
+    );
+    let (ok, err) = git_apply(repo.path(), &["--check"], &run.stdout);
+    assert!(ok, "{err}");
+}
+
+// 7. git errors as sentences.
+
+/// `fix --commit` outside a git repository says so and what to do instead, without libgit2's
+/// class and code, and changes nothing.
+#[test]
+fn commit_outside_git_is_a_plain_sentence() {
+    let repo = TempRepo::with_flux_instance();
+    let before = tree(repo.path());
+    let run = fluxmend(command_args("fix", repo.path(), &["--commit"]));
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("is not inside a git repository: use --write instead of --commit"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("class="), "{}", run.stderr);
+    assert_eq!(tree(repo.path()), before);
 }
