@@ -1,5 +1,6 @@
 //! The `fluxmend` command line. Exit codes are a contract (README, "Exit codes"):
-//! 0 nothing to report, 1 findings (or, for `fix`, a change to make), 2 usage or I/O error.
+//! 0 nothing to report, 1 findings (or, for `fix`, a change to make, or what it cannot fix
+//! standing at `--fail-on`), 2 usage or I/O error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

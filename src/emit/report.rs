@@ -365,9 +365,10 @@ pub fn graph_mermaid(model: &Model) -> String {
     out
 }
 
-/// What stands after `fix`, at or above its `--fail-on`: findings left without a fix and
-/// diagnostics. Either keeps the exit code at 1 when there is nothing to change, so that a bot
-/// never reads "nothing to change" as "the repository is fine".
+/// What stands when `fix` has nothing to change, at or above its `--fail-on`: findings without
+/// a fix and diagnostics. Either keeps the exit code at 1, so that a bot never reads "nothing to
+/// change" as "the repository is fine". With a change (exit 1 anyway) nothing is counted: a
+/// finding without a fix of its own may be resolved by another's, which only a next run tells.
 #[derive(Debug)]
 pub struct Standing {
     threshold: Option<Severity>,
@@ -383,7 +384,7 @@ impl Standing {
         diagnostics: &[Diagnostic],
         threshold: Option<Severity>,
     ) -> Self {
-        let fails = |s: Severity| threshold.is_some_and(|t| s >= t);
+        let fails = |s: Severity| plan.files.is_empty() && threshold.is_some_and(|t| s >= t);
         Standing {
             threshold,
             findings: plan
