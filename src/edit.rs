@@ -314,23 +314,64 @@ pub fn replace_node(file: &YamlFile, node: NodeId, yaml: &str) -> TextEdit {
     }
 }
 
-/// A plain scalar when YAML reads it back as the same string, else double-quoted.
+/// A plain scalar when YAML (1.1, as Go's YAML in Flux, and 1.2) reads it back as the same
+/// string, else a YAML double-quoted scalar.
 pub fn scalar_text(value: &str) -> String {
-    let plain_safe = !value.is_empty()
+    if plain_safe(value) {
+        value.to_string()
+    } else {
+        double_quoted(value)
+    }
+}
+
+/// Whether `value` written plain reads back as this string: only word characters and `-_./@`,
+/// and nothing YAML resolves to a boolean, null, number or timestamp.
+fn plain_safe(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    // Numbers in any YAML 1.1 or 1.2 form (`0x1F`, `0o17`, `1_000`, dates), and `.inf`/`.nan`.
+    let numeric_like = value.starts_with(|c: char| c.is_ascii_digit())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || "_.:+-xXoObB".contains(c));
+    !value.is_empty()
         && value
             .chars()
             .all(|c| c.is_alphanumeric() || "-_./@".contains(c))
         && !value.starts_with(['-', '@'])
         && !matches!(
-            value.to_ascii_lowercase().as_str(),
+            lower.as_str(),
             "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
         )
-        && value.parse::<f64>().is_err();
-    if plain_safe {
-        value.to_string()
-    } else {
-        format!("{value:?}")
+        && !matches!(lower.as_str(), ".inf" | ".nan")
+        && !numeric_like
+        && value.parse::<f64>().is_err()
+}
+
+/// `value` as a YAML double-quoted scalar: `\\` and `\"`, `\t`, `\n` and `\r`, `\xXX` for
+/// the other C0 and C1 controls, and `\uXXXX` for the characters YAML reads as line breaks or
+/// does not allow (U+0085, U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF). Every other character,
+/// non-ASCII included, is printable and written as it is (Rust's `{:?}` escapes are not YAML).
+fn double_quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{84}' | '\u{86}'..='\u{9f}' => {
+                out.push_str(&format!("\\x{:02X}", u32::from(c)));
+            }
+            '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}' => {
+                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
     }
+    out.push('"');
+    out
 }
 
 /// The region of document `doc` trimmed of trailing blank and comment-only lines that belong

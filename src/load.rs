@@ -53,6 +53,18 @@ struct WalkedEntry {
     default_ignored: bool,
 }
 
+/// What the walk met.
+enum Walked {
+    Entry(WalkedEntry),
+    /// An entry whose path relative to the root is not UTF-8 (shown lossily).
+    NotUtf8 {
+        rel: String,
+        is_dir: bool,
+    },
+    /// The walk could not read something.
+    Error(String),
+}
+
 /// What reading one YAML-named file gave.
 enum Loaded {
     Parsed(Arc<SourceFile>),
@@ -133,11 +145,18 @@ impl Repo {
             other_files: BTreeSet::new(),
         };
         let mut candidates = Vec::new();
+        // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
+        // or without a `.git` directory. Not `.ignore` files, not ignore files above the root,
+        // not the user's global excludes nor `.git/info/exclude`: none of them reach Flux.
         let walker = WalkBuilder::new(&root)
             .hidden(false)
             .follow_links(false)
-            .require_git(false)
+            .parents(false)
+            .ignore(false)
+            .git_ignore(true)
             .git_global(false)
+            .git_exclude(false)
+            .require_git(false)
             .add_custom_ignore_filename(".sourceignore")
             .filter_entry(move |e| {
                 let is_dir = e.file_type().is_some_and(|t| t.is_dir());
@@ -150,16 +169,28 @@ impl Repo {
         // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether
         // Flux's default ignores match is decided here too, in parallel; whether they apply is
         // known only once every `.sourceignore` has been seen.
-        let found: std::sync::Mutex<Vec<Result<WalkedEntry, String>>> = Default::default();
+        let found: std::sync::Mutex<Vec<Walked>> = Default::default();
         walker.run(|| {
             let found = &found;
             let root = &root;
             let defaults = &defaults;
             Box::new(move |entry| {
+                let mut state = ignore::WalkState::Continue;
                 let item = match entry {
-                    Err(err) => Some(Err(format!("skipped while walking: {err}"))),
+                    Err(err) => Some(Walked::Error(format!("skipped while walking: {err}"))),
                     Ok(e) => match (e.path().strip_prefix(root), e.file_type()) {
-                        (Ok(rel), Some(kind)) => Some(Ok(WalkedEntry {
+                        (Ok(rel), Some(kind)) if rel.to_str().is_none() => {
+                            // Its path cannot be written in YAML nor compared with one: say
+                            // which entry it is, and skip what lies below it.
+                            if kind.is_dir() {
+                                state = ignore::WalkState::Skip;
+                            }
+                            Some(Walked::NotUtf8 {
+                                rel: rel_string(rel),
+                                is_dir: kind.is_dir(),
+                            })
+                        }
+                        (Ok(rel), Some(kind)) => Some(Walked::Entry(WalkedEntry {
                             rel: rel_string(rel),
                             default_ignored: matches!(
                                 defaults.matched_path_or_any_parents(e.path(), kind.is_dir()),
@@ -173,21 +204,33 @@ impl Repo {
                 if let Some(item) = item {
                     found.lock().expect("no walker thread panics").push(item);
                 }
-                ignore::WalkState::Continue
+                state
             })
         });
         let mut entries: Vec<WalkedEntry> = Vec::new();
         let mut walk_errors = Vec::new();
         for item in found.into_inner().expect("no walker thread panics") {
             match item {
-                Ok(entry) => entries.push(entry),
-                Err(message) => walk_errors.push(message),
+                Walked::Entry(entry) => entries.push(entry),
+                Walked::Error(message) => walk_errors.push((String::new(), message)),
+                Walked::NotUtf8 { rel, is_dir } => {
+                    let what = if is_dir {
+                        "skipped with everything below it: directory name is not UTF-8"
+                    } else {
+                        "skipped: file name is not UTF-8"
+                    };
+                    let message = format!(
+                        "{what} (its invalid bytes are shown as U+FFFD); fluxmend can neither \
+                         read nor write such a path: rename it to have it analysed"
+                    );
+                    walk_errors.push((rel, message));
+                }
             }
         }
         walk_errors.sort();
-        for message in walk_errors {
+        for (rel, message) in walk_errors {
             repo.diagnostics
-                .push(Diagnostic::new(Severity::Warning, "", message));
+                .push(Diagnostic::new(Severity::Warning, &rel, message));
         }
         entries.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
         let has_sourceignore = entries

@@ -1,5 +1,6 @@
 //! The `fluxmend` command line. Exit codes are a contract (README, "Exit codes"):
-//! 0 nothing to report, 1 findings (or, for `fix`, a change to make), 2 usage or I/O error.
+//! 0 nothing to report, 1 findings (or, for `fix`, a change to make, or what it cannot fix
+//! standing at `--fail-on`), 2 usage or I/O error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,7 +55,8 @@ enum Command {
 struct FixArgs {
     #[command(flatten)]
     repo: RepoArgs,
-    /// Fix only this rule's findings (e.g. FM001); repeatable.
+    /// Fix only this rule's findings: an id (FM001) or a name (flux-instance-in-gated-layer);
+    /// repeatable, or a comma-separated list.
     #[arg(long = "rule", value_name = "ID")]
     rules: Vec<String>,
     /// Apply the change to the files (atomically, all or nothing) instead of printing a diff.
@@ -75,6 +77,15 @@ struct FixArgs {
     /// verified).
     #[arg(long, value_enum, default_value_t = Verify::Auto)]
     verify: Verify,
+    /// Lowest severity of a finding left without a fix, or of a diagnostic, that makes the exit
+    /// code 1 even when there is nothing to change; `never` accepts them all.
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    fail_on: FailOn,
+    /// Write the diff's paths below DIR (`.`: relative to PATH). Default: relative to the git
+    /// work tree's top level when PATH is inside one (so `git apply` takes the diff there),
+    /// else relative to PATH.
+    #[arg(long, value_name = "DIR")]
+    diff_prefix: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -117,10 +128,12 @@ struct CheckArgs {
     repo: RepoArgs,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Lowest severity of a finding or diagnostic that makes the exit code 1.
+    /// Lowest severity of a finding or diagnostic that makes the exit code 1; `never` exits 0
+    /// whatever is found.
     #[arg(long, value_enum, default_value_t = FailOn::Warning)]
     fail_on: FailOn,
-    /// Run only this rule (e.g. FM001); repeatable.
+    /// Run only this rule: an id (FM001) or a name (flux-instance-in-gated-layer); repeatable,
+    /// or a comma-separated list.
     #[arg(long = "rule", value_name = "ID")]
     rules: Vec<String>,
 }
@@ -178,16 +191,25 @@ enum FailOn {
     Note,
     Warning,
     Error,
+    Never,
 }
 
 impl FailOn {
-    fn severity(self) -> Severity {
+    /// The lowest failing severity; `None` when nothing fails.
+    fn severity(self) -> Option<Severity> {
         match self {
-            FailOn::Note => Severity::Note,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Error => Severity::Error,
+            FailOn::Note => Some(Severity::Note),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Never => None,
         }
     }
+}
+
+/// A usage error: said on stderr, exit code 2.
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("fluxmend: {message}");
+    ExitCode::from(2)
 }
 
 fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
@@ -198,21 +220,71 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
             args.path.display()
         );
     }
-    let repo = Repo::load(&args.path).map_err(|e| {
-        eprintln!("fluxmend: {e}");
-        ExitCode::from(2)
-    })?;
+    let repo = Repo::load(&args.path).map_err(usage)?;
+    let source_root = match &args.source_root {
+        Some(dir) => Some(source_root(&repo, dir).map_err(usage)?),
+        None => None,
+    };
     let options = ModelOptions {
         roots: args.roots.clone(),
-        source_root: args.source_root.clone(),
+        source_root,
     };
     Ok((repo, options))
 }
 
+/// `--source-root` as a path relative to the root, `/`-separated: it must name a directory
+/// below PATH that Flux would ship (absolute paths inside PATH are accepted).
+fn source_root(repo: &Repo, dir: &str) -> Result<String, String> {
+    let given = std::path::Path::new(dir);
+    let relative = if given.is_absolute() {
+        let resolved = given.canonicalize().unwrap_or_else(|_| given.to_path_buf());
+        resolved
+            .strip_prefix(&repo.root)
+            .ok()
+            .and_then(|p| p.to_str())
+            .map(str::to_string)
+    } else {
+        fluxmend::model::normalize(dir)
+    };
+    let Some(relative) = relative else {
+        return Err(format!(
+            "--source-root {dir} lies outside PATH ({}): give the artifact root as a directory \
+             below PATH",
+            repo.root.display()
+        ));
+    };
+    if !relative.is_empty() && !repo.is_dir(&relative) {
+        return Err(format!(
+            "--source-root {dir}: no such directory below PATH ({}), or Flux ignores it",
+            repo.root.display()
+        ));
+    }
+    Ok(relative)
+}
+
+/// Build the model, refusing `--root` values that name no Flux Kustomization.
+fn build_model<'r>(repo: &'r Repo, options: &ModelOptions) -> Result<Model<'r>, ExitCode> {
+    let model = Model::build(repo, options);
+    let unmatched = model.unmatched_roots(&options.roots);
+    if !unmatched.is_empty() {
+        return Err(usage(format!(
+            "--root {} names no Flux Kustomization below PATH (`fluxmend graph` lists the layers)",
+            unmatched.join(", ")
+        )));
+    }
+    Ok(model)
+}
+
+/// The rule ids `--rule` selects; an unknown one is a usage error.
+fn select_rules(values: &[String]) -> Result<Vec<String>, ExitCode> {
+    fluxmend::rules::select(values).map_err(usage)
+}
+
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
+    let rules = select_rules(&args.rules)?;
     let (repo, options) = load(&args.repo)?;
-    let model = Model::build(&repo, &options);
-    let findings = fluxmend::rules::run(&model, &args.rules);
+    let model = build_model(&repo, &options)?;
+    let findings = fluxmend::rules::run(&model, &rules);
     let mut diagnostics = repo.diagnostics.clone();
     diagnostics.extend(model.diagnostics.iter().cloned());
     let summary = report::Summary::new(&model, &findings, &diagnostics);
@@ -224,14 +296,15 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         }
     );
     let threshold = args.fail_on.severity();
-    let failing = findings.iter().any(|f| f.severity >= threshold)
-        || diagnostics.iter().any(|d| d.severity >= threshold);
+    let fails = |severity: Severity| threshold.is_some_and(|t| severity >= t);
+    let failing =
+        findings.iter().any(|f| fails(f.severity)) || diagnostics.iter().any(|d| fails(d.severity));
     Ok(ExitCode::from(u8::from(failing)))
 }
 
 fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
-    let mut model = Model::build(&repo, &options);
+    let mut model = build_model(&repo, &options)?;
     let mut diagnostics = repo.diagnostics.clone();
     diagnostics.append(&mut model.diagnostics);
     model.diagnostics = diagnostics;
@@ -273,21 +346,33 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             return Err(ExitCode::from(2));
         }
     }
+    let rules = select_rules(&args.rules)?;
     let (repo, options) = load(&args.repo)?;
-    let model = Model::build(&repo, &options);
-    let findings = fluxmend::rules::run(&model, &args.rules);
+    let prefix = match &args.diff_prefix {
+        Some(dir) => fluxmend::model::normalize(dir)
+            .filter(|_| !dir.starts_with('/'))
+            .ok_or_else(|| {
+                usage(format!(
+                    "--diff-prefix {dir}: give a relative directory without `..` (`.` for none)"
+                ))
+            })?,
+        None => fluxmend::emit::apply::work_tree_prefix(&repo.root).unwrap_or_default(),
+    };
+    let model = build_model(&repo, &options)?;
+    let findings = fluxmend::rules::run(&model, &rules);
+    let mut diagnostics = repo.diagnostics.clone();
+    diagnostics.extend(model.diagnostics.iter().cloned());
     let mode = args.verify.mode();
-    let tool = mode.tool().map_err(|e| {
-        eprintln!("fluxmend: {e}");
-        ExitCode::from(2)
-    })?;
+    let tool = mode.tool().map_err(usage)?;
     let plan =
         fluxmend::verify::gates::plan_with(&repo, &model, &options, findings, mode, tool.as_ref());
-    let fail = |e: fluxmend::emit::apply::EmitError| {
-        eprintln!("fluxmend: {e}");
-        ExitCode::from(2)
+    let fail = |e: fluxmend::emit::apply::EmitError| usage(e);
+    let prefix = if prefix.is_empty() {
+        prefix
+    } else {
+        format!("{prefix}/")
     };
-    let diff = fluxmend::emit::apply::unified_diff(&plan.files, "");
+    let diff = fluxmend::emit::apply::unified_diff(&plan.files, &prefix);
     let changed = !plan.files.is_empty();
     let mut action = "";
     if changed && args.write {
@@ -306,16 +391,20 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         eprintln!("committed {oid}");
         action = "committed";
     }
+    let standing = report::Standing::new(&plan, &diagnostics, args.fail_on.severity());
     match args.format {
-        Format::Json => print!("{}", report::fix_json(&plan, &diff, action)),
+        Format::Json => print!("{}", report::fix_json(&plan, &diagnostics, &diff, action)),
         Format::Text => {
-            eprint!("{}", report::fix_text(&plan, action));
+            eprint!(
+                "{}",
+                report::fix_text(&plan, &diagnostics, &standing, action)
+            );
             if action.is_empty() {
                 print!("{diff}");
             }
         }
     }
-    Ok(ExitCode::from(u8::from(changed)))
+    Ok(ExitCode::from(u8::from(changed || standing.fails())))
 }
 
 /// How many rounds of `fix` `simulate --fail` applies to reach the fixed layout (a phased fix

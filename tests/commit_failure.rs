@@ -20,6 +20,12 @@ fn a_failed_commit_restores_tree_and_index() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
+    // A sentence with the next step, not libgit2's `class=Reference (4); code=Exists (-4)`.
+    assert!(
+        run.stderr.contains("choose another --branch name") && !run.stderr.contains("class="),
+        "{}",
+        run.stderr
+    );
     assert_eq!(
         git(dir, &["status", "--porcelain"]),
         "",

@@ -28,7 +28,8 @@ fn git_apply_and_patch_reproduce_every_after_tree() {
             .collect::<Vec<_>>()
     });
     for (case, before, after) in steps {
-        let run = fluxmend(command_args("fix", &before, &[]));
+        // The fixtures live inside this crate's git work tree: paths relative to PATH here.
+        let run = fluxmend(command_args("fix", &before, &["--diff-prefix", "."]));
         assert_eq!(run.code, 1, "{case}");
         for tool in ["git", "patch"] {
             let tmp = TempRepo::copy_of(&before);

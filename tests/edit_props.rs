@@ -546,3 +546,93 @@ proptest! {
         }
     }
 }
+
+/// Strings that YAML resolves to something other than themselves when written plain, or that
+/// need an escape when quoted.
+const AWKWARD: &[&str] = &[
+    "",
+    "true",
+    "False",
+    "yes",
+    "No",
+    "on",
+    "OFF",
+    "y",
+    "n",
+    "null",
+    "~",
+    "0x1F",
+    "0o17",
+    "017",
+    "1_000",
+    "1e3",
+    ".5",
+    "1.",
+    ".inf",
+    "-.inf",
+    ".NaN",
+    "inf",
+    "2001-12-14",
+    "1:20",
+    "-a",
+    "@a",
+    " a",
+    "a ",
+    "a: b",
+    "a #b",
+    "#a",
+    "'a",
+    "\"a",
+    "a\\b",
+    "é",
+    "e\u{302}",
+    "Ξ",
+    "\u{1F600}",
+    "\u{85}",
+    "\u{2028}",
+    "\u{2029}",
+    "\u{feff}",
+    "\u{fffe}",
+    "\u{ffff}",
+    "\u{7f}",
+    "\u{9f}",
+    "\u{a0}",
+    "\t",
+    "\r",
+    "\r\n",
+    "\0",
+    "\u{1b}",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Any string written by `scalar_text` reads back as exactly that string, in fluxmend's
+    /// parser and in yaml-rust2's resolution of plain scalars (`0x1F` would be a number).
+    #[test]
+    fn scalar_text_reads_back_as_the_same_string(
+        value in prop_oneof![
+            any::<String>(),
+            "[a-zA-Z0-9._/@ :#'\"-]{0,8}",
+            prop::sample::select(AWKWARD).prop_map(str::to_string),
+            (prop::sample::select(AWKWARD), "[a-z0-9.]{0,3}").prop_map(|(a, b)| format!("{a}{b}")),
+        ]
+    ) {
+        let text = format!("key: {}\n", edit::scalar_text(&value));
+        let (file, err) = YamlFile::parse(&text);
+        prop_assert_eq!(err, None, "{:?} does not parse", text);
+        let parsed = values(&file);
+        let Value::Map(entries) = &parsed[0] else {
+            panic!("a mapping: {parsed:?}");
+        };
+        prop_assert_eq!(entries[0].1.as_str(), Some(value.as_str()), "{:?}", text);
+        let docs = yaml_rust2::YamlLoader::load_from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{text:?}: {e}")))?;
+        prop_assert_eq!(
+            &docs[0]["key"],
+            &yaml_rust2::Yaml::String(value.clone()),
+            "{:?}",
+            text
+        );
+    }
+}

@@ -234,3 +234,268 @@ fn graph_formats_succeed() {
         "dependsOn edge missing: {mermaid}"
     );
 }
+
+/// `apps` with a FluxInstance in the generated, `wait: true` layer `infra` that `apps` depends
+/// on: an FM001 error finding that has no fix (a new folder there would be applied by both
+/// layers), and no diagnostic.
+fn repo_with_unfixable_error_finding() -> TempRepo {
+    let repo = TempRepo::flux_layout();
+    repo.append("clusters/prod/infra.yaml", "  wait: true\n")
+        .write("infra/flux.yaml", common::FLUX_INSTANCE);
+    repo
+}
+
+/// A layout with an error diagnostic and nothing to fix: a `dependsOn` naming no layer.
+fn repo_with_error_diagnostic() -> TempRepo {
+    let repo = TempRepo::flux_layout();
+    repo.append(
+        "clusters/prod/infra.yaml",
+        "  dependsOn:\n    - name: does-not-exist\n",
+    );
+    repo
+}
+
+/// `fix` exits 0 only when there is nothing to change *and* nothing stands at its `--fail-on`
+/// (default `error`): 1 with a change, 1 with an error finding that has no fix, 1 with an error
+/// diagnostic; `--fail-on never` accepts what stands, `--fail-on warning` fails on warnings.
+#[test]
+fn fix_exit_codes() {
+    let clean = TempRepo::flux_layout().run("fix", &[]);
+    assert_eq!(
+        (clean.code, clean.stdout.as_str()),
+        (0, ""),
+        "{}",
+        clean.stderr
+    );
+    assert!(
+        clean.stderr.contains("nothing to change"),
+        "{}",
+        clean.stderr
+    );
+    assert!(!clean.stderr.contains("still standing"), "{}", clean.stderr);
+
+    let change = TempRepo::with_flux_instance().run("fix", &[]);
+    assert_eq!(change.code, 1, "{}", change.stderr);
+    assert!(
+        change.stdout.starts_with("diff --git "),
+        "{}",
+        change.stdout
+    );
+
+    let unfixable = repo_with_unfixable_error_finding();
+    let run = unfixable.run("fix", &[]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("error[FM001]") && run.stderr.contains("  no fix: "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "nothing to change\nstill standing at --fail-on error: 1 finding(s) without a fix \
+             (exit 1; `--fail-on never` accepts them)\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(unfixable.run("fix", &["--fail-on", "never"]).code, 0);
+
+    let broken = repo_with_error_diagnostic();
+    let run = broken.run("fix", &[]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("clusters/prod/infra.yaml:")
+            && run.stderr.contains(": error: ")
+            && run.stderr.contains("does-not-exist"),
+        "the error diagnostic is shown: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("diagnostics: 1 error (`fluxmend check` lists them all)\n")
+            && run
+                .stderr
+                .contains("still standing at --fail-on error: 1 diagnostic(s)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broken.run("fix", &["--fail-on", "never"]).code, 0);
+
+    let warning = repo_with_warning_only();
+    let run = warning.run("fix", &[]);
+    assert_eq!(
+        run.code, 0,
+        "a warning does not fail fix by default: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("diagnostics: 1 warning"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(warning.run("fix", &["--fail-on", "warning"]).code, 1);
+}
+
+/// `fix --format json` carries the diagnostics beside the findings, in the shape `check` uses.
+#[test]
+fn fix_json_has_diagnostics() {
+    let repo = repo_with_error_diagnostic();
+    let run = repo.run("fix", &["--format", "json"]);
+    assert_eq!(run.code, 1);
+    let report = run.json();
+    let mut keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "applied",
+            "diagnostics",
+            "diff",
+            "files",
+            "findings",
+            "not_verified",
+            "rollout_notes",
+            "verified_by"
+        ],
+        "{report:#}"
+    );
+    common::assert_diagnostic(
+        &report,
+        "clusters/prod/infra.yaml",
+        "does-not-exist",
+        "error",
+    );
+    let (_, check) = repo.check_json(&[]);
+    assert_eq!(report["diagnostics"], check["diagnostics"]);
+}
+
+/// `--rule` takes ids and names, in any case, repeated or as a comma list.
+#[test]
+fn rule_accepts_ids_names_and_lists() {
+    let repo = TempRepo::with_flux_instance();
+    for rules in [
+        &["--rule", "FM001"][..],
+        &["--rule", "fm001"],
+        &["--rule", "flux-instance-in-gated-layer"],
+        &["--rule", "FM002,flux-instance-in-gated-layer"],
+        &["--rule", "FM002", "--rule", "FM001"],
+    ] {
+        let run = check(&repo, rules);
+        assert_eq!(run.code, 1, "{rules:?}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("error[FM001]"),
+            "{rules:?}: {}",
+            run.stdout
+        );
+    }
+    let only_fm002 = check(&repo, &["--rule", "disposable-workload-in-gated-layer"]);
+    assert_eq!(only_fm002.code, 0, "{}", only_fm002.stdout);
+    let fix = repo.run("fix", &["--rule", "flux-instance-in-gated-layer"]);
+    assert_eq!(fix.code, 1, "{}", fix.stderr);
+    assert!(!fix.stdout.is_empty());
+}
+
+/// A `--rule`, `--root` or `--source-root` that names nothing is a usage error (2), said on
+/// stderr with what to do, not a run that checks nothing and passes.
+#[test]
+fn options_naming_nothing_exit_2() {
+    let repo = TempRepo::with_flux_instance();
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().to_str().unwrap();
+    for (args, needle) in [
+        (vec!["--rule", "FM999"], "no rule \"FM999\""),
+        (vec!["--rule", "FM001,FM999"], "no rule \"FM999\""),
+        (
+            vec!["--rule", "flux-instance"],
+            "`fluxmend rules` lists them",
+        ),
+        (
+            vec!["--root", "no-such-layer"],
+            "--root no-such-layer names no Flux Kustomization",
+        ),
+        (
+            vec!["--root", "flux-system", "--root", "other/apps"],
+            "--root other/apps",
+        ),
+        (
+            vec!["--source-root", "no/such/dir"],
+            "no such directory below PATH",
+        ),
+        (vec!["--source-root", "../.."], "lies outside PATH"),
+        (vec!["--source-root", outside], "lies outside PATH"),
+    ] {
+        for cmd in ["check", "fix", "graph"] {
+            if cmd == "graph" && args[0] == "--rule" {
+                continue;
+            }
+            let run = fluxmend(command_args(cmd, repo.path(), &args));
+            assert_eq!(run.code, 2, "{cmd} {args:?}: {run:?}");
+            assert!(run.stdout.is_empty(), "{cmd} {args:?}: {}", run.stdout);
+            assert!(
+                run.stderr.contains(needle),
+                "{cmd} {args:?}: {}",
+                run.stderr
+            );
+        }
+    }
+    // What names something is accepted: a root by namespace/name, the root as source root.
+    for args in [
+        &["--root", "flux-system/flux-system"][..],
+        &["--source-root", "."],
+        &["--source-root", "./apps/"],
+    ] {
+        let run = check(&repo, args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("error[FM001]"),
+            "{args:?}: {}",
+            run.stdout
+        );
+    }
+}
+
+/// A tree with no Flux object (empty, plain manifests, or PATH one level too deep) is not a
+/// silent pass: a warning says nothing was analysed, and `check` exits 1 at its default
+/// `--fail-on warning`; `fix` shows it and has nothing to change.
+#[test]
+fn no_flux_object_is_a_warning_not_a_silent_pass() {
+    let plain = TempRepo::empty();
+    plain.write(
+        "deploy.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    let layout = TempRepo::flux_layout();
+    for root in [
+        TempRepo::empty().path().to_path_buf(),
+        plain.path().to_path_buf(),
+        layout.path().join("apps"),
+    ] {
+        let run = fluxmend(command_args("check", &root, &["--format", "json"]));
+        assert_eq!(run.code, 1, "{}: {}", root.display(), run.stdout);
+        let report = run.json();
+        let d = common::assert_diagnostic(&report, "", "no Flux Kustomization", "warning");
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap()
+                .contains("Point PATH at the root")
+        );
+        let text = fluxmend(command_args("check", &root, &[]));
+        assert!(
+            text.stdout.starts_with(".: warning: no Flux Kustomization"),
+            "{}",
+            text.stdout
+        );
+        let fix = fluxmend(command_args("fix", &root, &[]));
+        assert_eq!(fix.code, 0, "{}", fix.stderr);
+        assert!(
+            fix.stderr.contains("no Flux Kustomization"),
+            "{}",
+            fix.stderr
+        );
+        assert_eq!(
+            fluxmend(command_args("check", &root, &["--fail-on", "error"])).code,
+            0
+        );
+    }
+}

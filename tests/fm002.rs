@@ -37,13 +37,27 @@ fn findings_and_diffs_match_snapshots() {
             code,
             stdout: diff,
             stderr: report,
-        } = fluxmend(["fix", dir.to_str().unwrap(), "--rule", "FM002"]);
+        } = fluxmend([
+            "fix",
+            dir.to_str().unwrap(),
+            "--rule",
+            "FM002",
+            "--diff-prefix",
+            ".",
+        ]);
         assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
         insta::assert_snapshot!(format!("{case}-report"), report);
         insta::assert_snapshot!(format!("{case}-diff"), diff);
         let phase1 = fixture(case, "phase1");
         if phase1.is_dir() {
-            let second = fluxmend(["fix", phase1.to_str().unwrap(), "--rule", "FM002"]);
+            let second = fluxmend([
+                "fix",
+                phase1.to_str().unwrap(),
+                "--rule",
+                "FM002",
+                "--diff-prefix",
+                ".",
+            ]);
             assert_eq!(
                 second.code, 1,
                 "{case}: phase 2 is a diff\n{}",

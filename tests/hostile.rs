@@ -570,13 +570,28 @@ fn fix_write_over_the_corpus_fixes_the_finding_and_changes_no_hostile_byte() {
         report["findings"]
     );
     find_diagnostic(&report, "hostile/keys/duplicate.yaml", "already defined");
-    // A second run has nothing left to change.
+    // A second run has nothing left to change, but the corpus's error diagnostics still stand:
+    // exit 1 unless `--fail-on never` accepts them.
     let again = repo.run_within("fix", &[], Duration::from_secs(120));
     assert_eq!(
         (again.code, again.stdout.as_str()),
-        (0, ""),
+        (1, ""),
         "{}",
         again.stderr
+    );
+    assert!(
+        again.stderr.contains("nothing to change")
+            && again.stderr.contains("still standing at --fail-on error: ")
+            && again.stderr.contains("`--fail-on never` accepts them"),
+        "{}",
+        again.stderr
+    );
+    let accepted = repo.run_within("fix", &["--fail-on", "never"], Duration::from_secs(120));
+    assert_eq!(
+        (accepted.code, accepted.stdout.as_str()),
+        (0, ""),
+        "{}",
+        accepted.stderr
     );
 }
 

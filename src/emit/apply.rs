@@ -2,7 +2,7 @@
 //! unified diff, written atomically in place, or committed with git.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -42,10 +42,42 @@ pub enum EmitError {
     Io(#[from] anyhow::Error),
     #[error("refusing to commit: {0} has uncommitted changes; commit or stash them first")]
     Dirty(String),
-    #[error("refusing to commit: a branch named {0} exists already; choose another --branch")]
+    #[error("refusing to commit: a branch named {0} exists already; choose another --branch name")]
     BranchExists(String),
-    #[error("git: {0}")]
+    #[error("{}", git_sentence(.0))]
     Git(#[from] git2::Error),
+    #[error(
+        "{} is not inside a git repository: use --write instead of --commit, or run `git init` \
+         and commit first",
+        .0.display()
+    )]
+    NotARepository(PathBuf),
+}
+
+/// A libgit2 error as a sentence with the next step, without libgit2's class and code.
+fn git_sentence(e: &git2::Error) -> String {
+    use git2::{ErrorClass, ErrorCode};
+    let message = e.message().trim_end_matches('.');
+    match (e.class(), e.code()) {
+        (_, ErrorCode::UnbornBranch) => {
+            "git: the current branch has no commit yet: make a first commit, or use --write"
+                .to_string()
+        }
+        (ErrorClass::Reference, ErrorCode::Exists) => {
+            format!("git: {message}: choose another --branch name, or delete that branch first")
+        }
+        (ErrorClass::Reference, ErrorCode::InvalidSpec) => {
+            format!("git: {message}: give --branch a valid branch name")
+        }
+        (_, ErrorCode::Locked) => format!(
+            "git: {message}: another git process is running in this repository; retry when it is \
+             done"
+        ),
+        (_, ErrorCode::BareRepo) => {
+            format!("git: {message}: --commit needs a work tree; use --write in a checkout")
+        }
+        _ => format!("git: {message}"),
+    }
 }
 
 /// Compute every touched file's new contents.
@@ -157,6 +189,22 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
     out
 }
 
+/// Where `root` lies in the git work tree that holds it (`k8s`, `""` at the top level), so that
+/// the diff's paths are the ones `git apply` expects there; `None` outside a work tree (or when
+/// the path cannot be written in a diff).
+pub fn work_tree_prefix(root: &Path) -> Option<String> {
+    let repo = git2::Repository::discover(root).ok()?;
+    let top = repo.workdir()?.canonicalize().ok()?;
+    let rel = root
+        .canonicalize()
+        .ok()?
+        .strip_prefix(&top)
+        .ok()?
+        .to_path_buf();
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
 /// Write every change in place, all or nothing (see [`super::write`]).
 pub fn write(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
     super::write::write(root, files).map(|_| ())
@@ -184,10 +232,19 @@ pub fn commit(
     message: &str,
     branch: Option<&str>,
 ) -> Result<git2::Oid, EmitError> {
-    let repo = git2::Repository::discover(root)?;
+    let repo = git2::Repository::discover(root).map_err(|e| match e.code() {
+        git2::ErrorCode::NotFound => EmitError::NotARepository(root.to_path_buf()),
+        _ => e.into(),
+    })?;
     let workdir = repo
         .workdir()
-        .ok_or_else(|| git2::Error::from_str("bare repository"))?
+        .ok_or_else(|| {
+            git2::Error::new(
+                git2::ErrorCode::BareRepo,
+                git2::ErrorClass::Repository,
+                "the repository is bare",
+            )
+        })?
         .canonicalize()
         .context("resolving the work tree")?;
     let prefix = root

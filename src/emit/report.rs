@@ -25,20 +25,13 @@ pub struct Summary {
 
 impl Summary {
     pub fn new(model: &Model, findings: &[Finding], diagnostics: &[Diagnostic]) -> Self {
-        let by_sev = |sevs: Vec<Severity>| {
-            let mut m = BTreeMap::new();
-            for s in sevs {
-                *m.entry(s).or_insert(0) += 1;
-            }
-            m
-        };
         Summary {
             files: model.repo.files.len(),
             objects: model.objects.len(),
             layers: model.layers.len(),
             live_layers: model.live_layers().count(),
-            findings: by_sev(findings.iter().map(|f| f.severity).collect()),
-            diagnostics: by_sev(diagnostics.iter().map(|d| d.severity).collect()),
+            findings: by_severity(findings.iter().map(|f| f.severity)),
+            diagnostics: by_severity(diagnostics.iter().map(|d| d.severity)),
         }
     }
 }
@@ -76,21 +69,8 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
         );
     }
     for d in diagnostics {
-        let place = match (d.line, d.column) {
-            (Some(l), Some(c)) => format!("{}:{l}:{c}", d.file),
-            _ if d.file.is_empty() => ".".to_string(),
-            _ => d.file.clone(),
-        };
-        let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
+        diagnostic_line(&mut out, d);
     }
-    let count = |m: &BTreeMap<Severity, usize>| {
-        let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
-        if parts.is_empty() {
-            "none".to_string()
-        } else {
-            parts.join(", ")
-        }
-    };
     let _ = writeln!(
         out,
         "checked {} files, {} objects, {} layers ({} live): findings: {}; diagnostics: {}",
@@ -102,6 +82,34 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
         count(&summary.diagnostics)
     );
     out
+}
+
+/// `file:line:column: severity: message` (`.` for the repository itself).
+fn diagnostic_line(out: &mut String, d: &Diagnostic) {
+    let place = match (d.line, d.column) {
+        (Some(l), Some(c)) => format!("{}:{l}:{c}", d.file),
+        _ if d.file.is_empty() => ".".to_string(),
+        _ => d.file.clone(),
+    };
+    let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
+}
+
+/// `2 error, 1 warning`, most severe first, or `none`.
+fn count(m: &BTreeMap<Severity, usize>) -> String {
+    let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn by_severity(severities: impl Iterator<Item = Severity>) -> BTreeMap<Severity, usize> {
+    let mut m = BTreeMap::new();
+    for s in severities {
+        *m.entry(s).or_insert(0) += 1;
+    }
+    m
 }
 
 fn gating(layer: &Layer) -> String {
@@ -357,8 +365,52 @@ pub fn graph_mermaid(model: &Model) -> String {
     out
 }
 
-/// `fix` report for people (stderr; the diff alone goes to stdout).
-pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
+/// What stands when `fix` has nothing to change, at or above its `--fail-on`: findings without
+/// a fix and diagnostics. Either keeps the exit code at 1, so that a bot never reads "nothing to
+/// change" as "the repository is fine". With a change (exit 1 anyway) nothing is counted: a
+/// finding without a fix of its own may be resolved by another's, which only a next run tells.
+#[derive(Debug)]
+pub struct Standing {
+    threshold: Option<Severity>,
+    /// Findings without a fix at or above the threshold.
+    pub findings: usize,
+    /// Diagnostics at or above the threshold.
+    pub diagnostics: usize,
+}
+
+impl Standing {
+    pub fn new(
+        plan: &crate::verify::Plan,
+        diagnostics: &[Diagnostic],
+        threshold: Option<Severity>,
+    ) -> Self {
+        let fails = |s: Severity| plan.files.is_empty() && threshold.is_some_and(|t| s >= t);
+        Standing {
+            threshold,
+            findings: plan
+                .findings
+                .iter()
+                .filter(|f| f.fix.is_none() && fails(f.severity))
+                .count(),
+            diagnostics: diagnostics.iter().filter(|d| fails(d.severity)).count(),
+        }
+    }
+
+    /// Whether what stands makes the exit code 1.
+    pub fn fails(&self) -> bool {
+        self.findings + self.diagnostics > 0
+    }
+}
+
+/// `fix` report for people (stderr; the diff alone goes to stdout): each finding with its fix or
+/// the reason there is none, the diagnostics at warning and above (all counted), the change, and
+/// what still stands at `--fail-on`.
+pub fn fix_text(
+    plan: &crate::verify::Plan,
+    diagnostics: &[Diagnostic],
+    standing: &Standing,
+    action: &str,
+) -> String {
     let mut out = String::new();
     for f in &plan.findings {
         let _ = writeln!(
@@ -386,6 +438,19 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
             (None, None) => {}
         }
     }
+    for d in diagnostics
+        .iter()
+        .filter(|d| d.severity >= Severity::Warning)
+    {
+        diagnostic_line(&mut out, d);
+    }
+    if !diagnostics.is_empty() {
+        let _ = writeln!(
+            out,
+            "diagnostics: {} (`fluxmend check` lists them all)",
+            count(&by_severity(diagnostics.iter().map(|d| d.severity)))
+        );
+    }
     let files = plan.files.len();
     let verified = verified_text(plan);
     let _ = match (files, action) {
@@ -401,6 +466,20 @@ pub fn fix_text(plan: &crate::verify::Plan, action: &str) -> String {
             let _ = writeln!(out, "  {note}");
         }
     }
+    if let (true, Some(threshold)) = (standing.fails(), standing.threshold) {
+        let mut parts = Vec::new();
+        if standing.findings > 0 {
+            parts.push(format!("{} finding(s) without a fix", standing.findings));
+        }
+        if standing.diagnostics > 0 {
+            parts.push(format!("{} diagnostic(s)", standing.diagnostics));
+        }
+        let _ = writeln!(
+            out,
+            "still standing at --fail-on {threshold}: {} (exit 1; `--fail-on never` accepts them)",
+            parts.join(" and ")
+        );
+    }
     out
 }
 
@@ -413,9 +492,14 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
     }
 }
 
-/// `fix --format json`: findings (with their fix or the reason there is none), the planned
-/// changes per file, and the diff.
-pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String {
+/// `fix --format json`: findings (with their fix or the reason there is none), the diagnostics,
+/// the planned changes per file, and the diff.
+pub fn fix_json(
+    plan: &crate::verify::Plan,
+    diagnostics: &[Diagnostic],
+    diff: &str,
+    action: &str,
+) -> String {
     let findings: Vec<_> = plan
         .findings
         .iter()
@@ -447,7 +531,7 @@ pub fn fix_json(plan: &crate::verify::Plan, diff: &str, action: &str) -> String 
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"findings": findings, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes});
+    let out = json!({"findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 

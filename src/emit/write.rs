@@ -551,9 +551,17 @@ pub fn recover(root: &Path) -> Result<Option<Recovery>, EmitError> {
         return Err(unreadable("not a regular file of at most 16 MiB"));
     }
     let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
-        return Err(unreadable("unknown header"));
+    // The last line may be cut short by the crash: only complete lines were acted on.
+    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
+    let mut lines = complete.lines();
+    match lines.next() {
+        Some(HEADER) => {}
+        // Killed while writing the header: nothing had been done yet.
+        None if HEADER.starts_with(text.as_str()) => {
+            finish(root, &path)?;
+            return Ok(Some(Recovery::RolledBack));
+        }
+        _ => return Err(unreadable("unknown header")),
     }
     let mut ops = Vec::new();
     let mut committed = false;
@@ -590,7 +598,6 @@ pub fn recover(root: &Path) -> Result<Option<Recovery>, EmitError> {
         }
         ops.push(op);
     }
-    // The last line may be cut short by the crash: only complete lines were acted on.
     let outcome = if committed {
         apply(root, &ops, None)?;
         Recovery::Completed
@@ -612,6 +619,22 @@ mod tests {
             before: before.map(Into::into),
             after: after.map(Into::into),
         }
+    }
+
+    /// A kill while the journal's header or its last line is being written leaves it cut short:
+    /// only complete lines count, and a cut header means nothing had been done.
+    #[test]
+    fn a_journal_cut_short_by_a_kill_is_rolled_back() {
+        for text in ["", "fluxmend-jour", "fluxmend-journal 1\ndir \"new-d"] {
+            let dir = tempfile::tempdir().unwrap();
+            fs::write(dir.path().join(JOURNAL), text).unwrap();
+            let outcome = recover(dir.path()).unwrap();
+            assert!(matches!(outcome, Some(Recovery::RolledBack)), "{text:?}");
+            assert!(!dir.path().join(JOURNAL).exists(), "{text:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(JOURNAL), "not a journal\n").unwrap();
+        assert!(recover(dir.path()).is_err());
     }
 
     #[test]

@@ -729,6 +729,26 @@ impl Builder<'_, '_> {
     }
 }
 
+/// Whether a `--root` value (`name` or `namespace/name`) names this Flux Kustomization.
+fn root_matches(root: &str, key: &ObjectKey) -> bool {
+    match root.split_once('/') {
+        Some((ns, name)) => key.name == name && key.namespace.as_deref().unwrap_or("default") == ns,
+        None => key.name == root,
+    }
+}
+
+/// The `roots` values that name no Flux Kustomization of the model.
+pub(super) fn unmatched_roots<'a>(model: &Model, roots: &'a [String]) -> Vec<&'a str> {
+    roots
+        .iter()
+        .filter(|r| {
+            !(0..model.objects.len())
+                .any(|i| is_flux_kustomization(model, i) && root_matches(r, &model.object(i).key))
+        })
+        .map(String::as_str)
+        .collect()
+}
+
 pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
     let flux_ks: Vec<ObjectIdx> = (0..model.objects.len())
         .filter(|&i| is_flux_kustomization(model, i))
@@ -750,12 +770,7 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
         let mut roots = Vec::new();
         let named = |idx: ObjectIdx| {
             let key = &model.object(idx).key;
-            options.roots.iter().any(|r| match r.split_once('/') {
-                Some((ns, name)) => {
-                    key.name == name && key.namespace.as_deref().unwrap_or("default") == ns
-                }
-                None => key.name == *r,
-            })
+            options.roots.iter().any(|r| root_matches(r, key))
         };
         if !options.roots.is_empty() {
             for &idx in flux_ks.iter().filter(|&&i| named(i)) {

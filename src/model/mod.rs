@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::diagnostics::Diagnostic;
+use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::Repo;
 
 /// Objects by (kind, name), in repository order.
@@ -65,6 +65,12 @@ pub struct Model<'r> {
 }
 
 impl<'r> Model<'r> {
+    /// The `--root` values that name no Flux Kustomization: a typo there would otherwise leave
+    /// the repository without a live layer and pass silently.
+    pub fn unmatched_roots<'a>(&self, roots: &'a [String]) -> Vec<&'a str> {
+        flux::unmatched_roots(self, roots)
+    }
+
     /// Build the model of a loaded repository.
     pub fn build(repo: &'r Repo, options: &ModelOptions) -> Model<'r> {
         let mut diagnostics = Vec::new();
@@ -108,6 +114,19 @@ impl<'r> Model<'r> {
         }
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
+        if model.layers.is_empty() {
+            // Nothing Flux-shaped: an empty or plain-manifest tree, or the wrong PATH. Saying
+            // nothing would let "no finding" pass for "analysed and fine".
+            model.diagnostics.push(Diagnostic::new(
+                Severity::Warning,
+                "",
+                "no Flux Kustomization (kustomize.toolkit.fluxcd.io) and no FluxInstance below \
+                 PATH: nothing was analysed. Point PATH at the root of the Flux repository (or \
+                 at the folder pushed as the OCI artifact), and check that .gitignore or \
+                 .sourceignore do not hide its files"
+                    .into(),
+            ));
+        }
         required::check(&mut model);
         model.dependents_of = vec![Vec::new(); model.layers.len()];
         for (id, layer) in model.layers.iter().enumerate() {

@@ -101,11 +101,34 @@ pub fn all() -> Vec<Box<dyn Rule>> {
     ]
 }
 
-/// The rule with this id (case-insensitive).
+/// The rule with this id (`FM001`) or name (`flux-instance-in-gated-layer`), case-insensitive.
 pub fn by_id(id: &str) -> Option<Box<dyn Rule>> {
-    all()
-        .into_iter()
-        .find(|r| r.meta().id.eq_ignore_ascii_case(id))
+    all().into_iter().find(|r| {
+        let meta = r.meta();
+        meta.id.eq_ignore_ascii_case(id) || meta.name.eq_ignore_ascii_case(id)
+    })
+}
+
+/// A `--rule` value that names no rule: running nothing and reporting "no finding" would pass a
+/// CI job that checked nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("no rule {0:?}: give an id such as FM001 or a name such as {example}; `fluxmend rules` lists them", example = all()[0].meta().name)]
+pub struct UnknownRule(pub String);
+
+/// The rule ids that `--rule` values select: each value an id or a name, or a comma-separated
+/// list of them. Empty when none is given (every rule runs).
+pub fn select(values: &[String]) -> Result<Vec<String>, UnknownRule> {
+    let mut ids = Vec::new();
+    for value in values {
+        for part in value.split(',').map(str::trim) {
+            let rule = by_id(part).ok_or_else(|| UnknownRule(part.to_string()))?;
+            let id = rule.meta().id.to_string();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// Run `rules` (all when empty) and return their findings, sorted by file and line.
