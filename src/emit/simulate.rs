@@ -142,9 +142,11 @@ fn write_failure(out: &mut String, clusters: &[ClusterFailure]) {
                 out,
                 "  a corrective commit to {}{} {}: {}",
                 corr.target,
-                corr.file
-                    .as_ref()
-                    .map_or(String::new(), |f| format!(" ({f})")),
+                if corr.files.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", corr.files.join(" or "))
+                },
                 if corr.can_arrive {
                     "can arrive"
                 } else {

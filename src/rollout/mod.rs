@@ -359,7 +359,7 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
         ids.iter().map(|id| (id, before.inventory(id))).collect();
     let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
         ids.iter().map(|id| (id, after.inventory(id))).collect();
-    let order = topological(&after, &ids);
+    let order = topological(&before, &after, &ids);
     let mut steps = Vec::new();
     let mut deletions = Vec::new();
     for id in &order {
@@ -438,7 +438,30 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
             };
             if outcome == LeaveOutcome::Deleted {
                 let recreated_by = applied_by.first().map(|m| (*m).clone());
-                let (consequence, effect) = consequence(x, recreated_by.is_some());
+                let (mut consequence, mut effect) = consequence(x, recreated_by.is_some());
+                // A removed layer's Kustomization: what goes with it is its own step's business.
+                let removed_layer = before.layers.keys().find(|l| {
+                    x.key.group() == FLUX_KUSTOMIZE_GROUP
+                        && x.key.kind == "Kustomization"
+                        && l.name == x.key.name.as_str()
+                        && x.key
+                            .namespace
+                            .as_deref()
+                            .is_some_and(|ns| ns == l.namespace)
+                        && !after.layers.contains_key(*l)
+                });
+                if let Some(l) = removed_layer.and_then(|l| before.layer(l))
+                    && recreated_by.is_none()
+                    && !deletes_inventory(before.model, l)
+                {
+                    consequence = Consequence::Removed;
+                    effect = format!(
+                        "Flux Kustomization {} is deleted; its deletionPolicy ({}, prune: {}) leaves what it applied in the cluster, unmanaged",
+                        l.id,
+                        deletion_policy(before.model, l),
+                        l.prune
+                    );
+                }
                 let cause = match (&recreated_by, a) {
                     (Some(m), Some(_)) if ordered_before(&after, m).contains(id) => format!(
                         "it leaves {id}'s inventory, and {m} depends on {id}: {id} prunes it before {m} applies it"
@@ -503,18 +526,22 @@ fn same_layer(before: &Side, after: &Side, id: &LayerRef, b: &[Applied], a: &[Ap
     keys(b) == keys(a) && spec(before) == spec(after)
 }
 
-/// The layers in an order Flux may reconcile them: `dependsOn` first, then by name.
-fn topological(after: &Side, ids: &BTreeSet<LayerRef>) -> Vec<LayerRef> {
+/// The layers in an order Flux may reconcile them: `dependsOn` first, then by name; a removed
+/// layer goes with its parent, whose prune deletes it.
+fn topological(before: &Side, after: &Side, ids: &BTreeSet<LayerRef>) -> Vec<LayerRef> {
     let mut placed: Vec<LayerRef> = Vec::new();
     let mut left: Vec<&LayerRef> = ids.iter().collect();
     while !left.is_empty() {
-        let ready = left.iter().position(|id| {
-            after.layer(id).is_none_or(|l| {
-                l.depends_on_ids.iter().all(|&d| {
-                    let d = &after.model.layer(d).id;
-                    placed.contains(d) || !ids.contains(d)
-                })
-            })
+        let ready = left.iter().position(|id| match after.layer(id) {
+            Some(l) => l.depends_on_ids.iter().all(|&d| {
+                let d = &after.model.layer(d).id;
+                placed.contains(d) || !ids.contains(d)
+            }),
+            None => before
+                .layer(id)
+                .and_then(|l| l.applied_by)
+                .map(|p| &before.model.layer(p).id)
+                .is_none_or(|p| placed.contains(p) || !ids.contains(p)),
         });
         // A cycle (reported as a diagnostic by the model): place the rest by name.
         let i = ready.unwrap_or(0);

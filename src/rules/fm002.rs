@@ -33,8 +33,9 @@ static META: RuleMeta = RuleMeta {
 
 const TRADEOFF: &str = "Runner changes now wait on their own layer's ordering (after the old \
 layer when they need its objects); a red runners layer is the new, precise signal of a broken \
-runner, and the old layer reports only its own objects again. Moving objects between Flux \
-Kustomizations re-creates them once: the old layer prunes them before the new one applies them.";
+runner, and the old layer reports only its own objects again. Runner pods restart once when \
+their workload moves between layers; what they use is protected from the old layer's prune \
+first (in two phases) when that layer prunes.";
 
 /// Spec fields of the old layer the new one copies verbatim (in the old document's order).
 const COPIED: &[&str] = &[
