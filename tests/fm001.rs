@@ -17,6 +17,7 @@ const CASES: &[&str] = &[
     "fm001-dedicated",
     "fm001-inline",
     "fm001-healthchecks",
+    "fm001-prune-off",
 ];
 
 #[test]

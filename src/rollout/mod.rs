@@ -27,6 +27,8 @@ pub mod failure;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use serde::Serialize;
 
 use crate::model::{FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, Layer, LayerId, LayerRef, Model};
@@ -161,12 +163,18 @@ impl Rollout {
 #[derive(Clone, Debug)]
 struct Applied {
     key: ObjectKey,
-    bindings: Vec<(String, String)>,
+    bindings: Bindings,
     exempt: bool,
     /// flux-operator leaves Flux installed when this FluxInstance is deleted.
     instance_disabled: bool,
     is_instance: bool,
 }
+
+/// Placeholder bindings of a variant: (placeholder, the directory name it matched).
+type Bindings = Vec<(String, String)>;
+
+/// For each object, the layers that apply it and the bindings of the variant it comes from.
+type Appliers = HashMap<ObjectKey, Vec<(LayerRef, Bindings)>>;
 
 /// One side of a cluster: its live layers by identity.
 struct Side<'m, 'r> {
@@ -359,6 +367,31 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
         ids.iter().map(|id| (id, before.inventory(id))).collect();
     let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
         ids.iter().map(|id| (id, after.inventory(id))).collect();
+    // Which layers apply each object, before and after: what the steps ask of every object.
+    let index = |inv: &BTreeMap<&LayerRef, Vec<Applied>>| {
+        let mut by_key: Appliers = HashMap::default();
+        for (id, objects) in inv {
+            for o in objects {
+                by_key
+                    .entry(o.key.clone())
+                    .or_default()
+                    .push(((*id).clone(), o.bindings.clone()));
+            }
+        }
+        by_key
+    };
+    let (applied_before, applied_after) = (index(&inv_before), index(&inv_after));
+    // The layers applying `x` (in a variant it can meet), as one side says.
+    let appliers = |side: &Appliers, x: &Applied| -> Vec<LayerRef> {
+        side.get(&x.key)
+            .map(|v| {
+                v.iter()
+                    .filter(|(_, b)| compatible(b, &x.bindings))
+                    .map(|(l, _)| l.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let order = topological(&before, &after, &ids);
     let mut steps = Vec::new();
     let mut deletions = Vec::new();
@@ -374,70 +407,64 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
         };
         // The prune that deletes what left this layer's inventory: its own (the old or the new
         // spec may be the one in force when the revision arrives), or, for a removed layer, its
-        // deletion policy run when the parent prunes its Kustomization object.
-        let (prunes, runs_after) = match (b, a) {
-            (Some(b), Some(a)) => (b.prune || a.prune, ordered_before(&after, id)),
+        // deletion policy run when the parent prunes its Kustomization object. Which layers are
+        // sure to have applied the revision first is asked only when something leaves.
+        let (prunes, runs_after): (bool, Box<dyn Fn() -> BTreeSet<LayerRef>>) = match (b, a) {
+            (Some(b), Some(a)) => (b.prune || a.prune, Box::new(|| ordered_before(&after, id))),
             (Some(b), None) => {
                 let parent = b.applied_by.map(|p| before.model.layer(p).id.clone());
                 let parent_prunes = parent
                     .as_ref()
                     .and_then(|p| after.layer(p).or(before.layer(p)))
                     .is_some_and(|p| p.prune);
-                let mut runs_after = parent
-                    .as_ref()
-                    .map(|p| ordered_before(&after, p))
-                    .unwrap_or_default();
-                runs_after.extend(parent);
+                let after = &after;
                 (
                     parent_prunes && deletes_inventory(before.model, b),
-                    runs_after,
+                    Box::new(move || {
+                        let mut runs = parent
+                            .as_ref()
+                            .map(|p| ordered_before(after, p))
+                            .unwrap_or_default();
+                        runs.extend(parent.clone());
+                        runs
+                    }),
                 )
             }
-            _ => (false, ordered_before(&after, id)),
+            _ => (false, Box::new(BTreeSet::new)),
         };
         let mut takes_over = Vec::new();
+        let mut seen: HashSet<&ObjectKey> = HashSet::default();
         for x in &inv_after[id] {
-            let elsewhere = ids.iter().any(|other| {
-                other != id
-                    && inv_before[other]
-                        .iter()
-                        .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings))
-            });
-            let here = inv_before[id]
-                .iter()
-                .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings));
-            if elsewhere && !here && !takes_over.contains(&x.key) {
+            let before_by = appliers(&applied_before, x);
+            let elsewhere = before_by.iter().any(|l| l != id);
+            let here = before_by.iter().any(|l| l == id);
+            if elsewhere && !here && seen.insert(&x.key) {
                 takes_over.push(x.key.clone());
             }
         }
         let mut leaves: Vec<Leaving> = Vec::new();
+        let mut left: HashSet<&ObjectKey> = HashSet::default();
+        let mut first_before: Option<BTreeSet<LayerRef>> = None;
         for x in &inv_before[id] {
-            let stays = inv_after[id]
-                .iter()
-                .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings));
-            if stays || leaves.iter().any(|l| l.object == x.key) {
+            let mut applied_by = appliers(&applied_after, x);
+            if applied_by.contains(id) || !left.insert(&x.key) {
                 continue;
             }
-            let applied_by: Vec<&LayerRef> = ids
-                .iter()
-                .filter(|other| {
-                    *other != id
-                        && inv_after[*other]
-                            .iter()
-                            .any(|o| o.key == x.key && compatible(&o.bindings, &x.bindings))
-                })
-                .collect();
+            applied_by.retain(|l| l != id);
             let outcome = if !prunes {
                 LeaveOutcome::Orphaned
             } else if x.exempt {
                 LeaveOutcome::Protected
-            } else if applied_by.iter().any(|m| runs_after.contains(*m)) {
+            } else if applied_by
+                .iter()
+                .any(|m| first_before.get_or_insert_with(&runs_after).contains(m))
+            {
                 LeaveOutcome::HandedOver
             } else {
                 LeaveOutcome::Deleted
             };
             if outcome == LeaveOutcome::Deleted {
-                let recreated_by = applied_by.first().map(|m| (*m).clone());
+                let recreated_by = applied_by.first().cloned();
                 let (mut consequence, mut effect) = consequence(x, recreated_by.is_some());
                 // A removed layer's Kustomization: what goes with it is its own step's business.
                 let removed_layer = before.layers.keys().find(|l| {
@@ -529,23 +556,60 @@ fn same_layer(before: &Side, after: &Side, id: &LayerRef, b: &[Applied], a: &[Ap
 /// The layers in an order Flux may reconcile them: `dependsOn` first, then by name; a removed
 /// layer goes with its parent, whose prune deletes it.
 fn topological(before: &Side, after: &Side, ids: &BTreeSet<LayerRef>) -> Vec<LayerRef> {
-    let mut placed: Vec<LayerRef> = Vec::new();
-    let mut left: Vec<&LayerRef> = ids.iter().collect();
-    while !left.is_empty() {
-        let ready = left.iter().position(|id| match after.layer(id) {
-            Some(l) => l.depends_on_ids.iter().all(|&d| {
-                let d = &after.model.layer(d).id;
-                placed.contains(d) || !ids.contains(d)
-            }),
+    // What each layer waits for: its dependsOn targets, or (removed) the parent that deletes it.
+    let waits_for = |id: &LayerRef| -> Vec<LayerRef> {
+        match after.layer(id) {
+            Some(l) => l
+                .depends_on_ids
+                .iter()
+                .map(|&d| after.model.layer(d).id.clone())
+                .filter(|d| ids.contains(d) && d != id)
+                .collect(),
             None => before
                 .layer(id)
                 .and_then(|l| l.applied_by)
-                .map(|p| &before.model.layer(p).id)
-                .is_none_or(|p| placed.contains(p) || !ids.contains(p)),
-        });
+                .map(|p| before.model.layer(p).id.clone())
+                .filter(|p| ids.contains(p) && p != id)
+                .into_iter()
+                .collect(),
+        }
+    };
+    let mut missing: BTreeMap<&LayerRef, usize> = BTreeMap::new();
+    let mut unblocks: BTreeMap<LayerRef, Vec<&LayerRef>> = BTreeMap::new();
+    for id in ids {
+        let w = waits_for(id);
+        missing.insert(id, w.len());
+        for d in w {
+            unblocks.entry(d).or_default().push(id);
+        }
+    }
+    let mut ready: BTreeSet<&LayerRef> = missing
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut placed = Vec::with_capacity(ids.len());
+    let mut done: HashSet<&LayerRef> = HashSet::default();
+    while placed.len() < ids.len() {
         // A cycle (reported as a diagnostic by the model): place the rest by name.
-        let i = ready.unwrap_or(0);
-        placed.push(left.remove(i).clone());
+        let next = match ready.pop_first() {
+            Some(id) => id,
+            None => *missing
+                .keys()
+                .find(|id| !done.contains(*id))
+                .expect("fewer placed than layers"),
+        };
+        if !done.insert(next) {
+            continue;
+        }
+        placed.push(next.clone());
+        for &u in unblocks.get(next).map_or(&[][..], Vec::as_slice) {
+            let n = missing.get_mut(u).expect("every layer counted");
+            *n = n.saturating_sub(1);
+            if *n == 0 && !done.contains(u) {
+                ready.insert(u);
+            }
+        }
     }
     placed
 }
