@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{
-    Run, TempRepo, assert_fix_writes_after_tree, differing_paths, fixture, fluxmend, git,
+    TempRepo, assert_fix_writes_after_tree, differing_paths, fix_runs, fixture, fluxmend, git,
     git_repo_with, kubectl_kustomize, strip_protection, tree,
 };
 
@@ -23,25 +23,9 @@ const CASES: &[&str] = &[
 #[test]
 fn findings_and_diffs_match_snapshots() {
     for case in CASES {
-        let dir = fixture(case, "before");
-        let Run {
-            code,
-            stdout: diff,
-            stderr: report,
-        } = fluxmend(["fix", dir.to_str().unwrap(), "--diff-prefix", "."]);
-        assert_eq!(code, 1, "{case}: a diff is exit 1\n{report}");
-        insta::assert_snapshot!(format!("{case}-report"), report);
-        insta::assert_snapshot!(format!("{case}-diff"), diff);
-        let phase1 = fixture(case, "phase1");
-        if phase1.is_dir() {
-            let second = fluxmend(["fix", phase1.to_str().unwrap(), "--diff-prefix", "."]);
-            assert_eq!(
-                second.code, 1,
-                "{case}: phase 2 is a diff\n{}",
-                second.stderr
-            );
-            insta::assert_snapshot!(format!("{case}-phase2-report"), second.stderr);
-            insta::assert_snapshot!(format!("{case}-phase2-diff"), second.stdout);
+        for (suffix, run) in fix_runs(case, &[]) {
+            insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+            insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
         }
     }
 }

@@ -6,34 +6,10 @@
 
 mod common;
 
-use common::TempRepo;
+use common::{GOTK_SYNC, TempRepo};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
 use fluxmend::rollout::{self, Consequence, Deletion, LayerChange, LeaveOutcome, Rollout};
-
-const GOTK_SYNC: &str = "\
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://github.com/example/fleet
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/prod
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-";
 
 const KEEP: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n  namespace: default\n";

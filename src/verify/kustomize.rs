@@ -667,37 +667,27 @@ fn file_refs(doc: &Value, out: &mut Vec<FileRef>) {
             });
         }
     };
+    // Fields that are lists of references, and what each reference is.
+    const LISTS: &[(&str, RefKind)] = &[
+        ("resources", RefKind::Resource),
+        ("bases", RefKind::Resource),
+        ("components", RefKind::Resource),
+        ("crds", RefKind::File),
+        ("configurations", RefKind::File),
+        ("patchesStrategicMerge", RefKind::File),
+        ("generators", RefKind::Plugin),
+        ("transformers", RefKind::Plugin),
+        ("validators", RefKind::Plugin),
+    ];
     for (k, v) in entries {
         let Some(key) = k.as_str() else { continue };
-        let strings = || v.seq().iter().filter_map(Value::as_str).collect::<Vec<_>>();
+        if let Some(&(field, kind)) = LISTS.iter().find(|(f, _)| *f == key) {
+            for s in v.seq().iter().filter_map(Value::as_str) {
+                push(field, s, kind);
+            }
+            continue;
+        }
         match key {
-            "resources" => strings()
-                .into_iter()
-                .for_each(|s| push("resources", s, RefKind::Resource)),
-            "bases" => strings()
-                .into_iter()
-                .for_each(|s| push("bases", s, RefKind::Resource)),
-            "components" => strings()
-                .into_iter()
-                .for_each(|s| push("components", s, RefKind::Resource)),
-            "crds" => strings()
-                .into_iter()
-                .for_each(|s| push("crds", s, RefKind::File)),
-            "configurations" => strings()
-                .into_iter()
-                .for_each(|s| push("configurations", s, RefKind::File)),
-            "patchesStrategicMerge" => strings()
-                .into_iter()
-                .for_each(|s| push("patchesStrategicMerge", s, RefKind::File)),
-            "generators" => strings()
-                .into_iter()
-                .for_each(|s| push("generators", s, RefKind::Plugin)),
-            "transformers" => strings()
-                .into_iter()
-                .for_each(|s| push("transformers", s, RefKind::Plugin)),
-            "validators" => strings()
-                .into_iter()
-                .for_each(|s| push("validators", s, RefKind::Plugin)),
             "helmCharts" | "helmChartInflationGenerator" | "helmGlobals" => {
                 push("helmCharts", key, RefKind::Helm);
             }

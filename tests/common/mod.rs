@@ -378,7 +378,8 @@ pub const LAYOUT_LAYERS: u64 = 3;
 /// YAML files fluxmend reads in [`TempRepo::flux_layout`].
 pub const LAYOUT_FILES: u64 = 7;
 
-const GOTK_SYNC: &str = "\
+/// The bootstrap root of `clusters/prod`: GitRepository and Flux Kustomization `flux-system`.
+pub const GOTK_SYNC: &str = "\
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
@@ -784,4 +785,29 @@ pub fn strip_protection(doc: &str) -> String {
     let mut s = String::new();
     yaml_rust2::YamlEmitter::new(&mut s).dump(&y).unwrap();
     s
+}
+
+/// `fix` (dry run, paths relative to PATH) on `fixtures/<case>/before`, then — for a move done in
+/// two phases — on its `phase1/`: each run with the snapshot-name suffix it is kept under
+/// (`""`, `"-phase2"`). Every run must be a diff (exit 1).
+pub fn fix_runs(case: &str, extra: &[&str]) -> Vec<(&'static str, Run)> {
+    let mut runs = Vec::new();
+    for (stage, suffix) in [("before", ""), ("phase1", "-phase2")] {
+        let dir = fixture(case, stage);
+        if !dir.is_dir() {
+            continue;
+        }
+        let run = fluxmend(command_args(
+            "fix",
+            &dir,
+            &[extra, &["--diff-prefix", "."]].concat(),
+        ));
+        assert_eq!(
+            run.code, 1,
+            "{case}/{stage}: a diff is exit 1\n{}",
+            run.stderr
+        );
+        runs.push((suffix, run));
+    }
+    runs
 }
