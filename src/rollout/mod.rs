@@ -271,17 +271,24 @@ fn compatible(a: &[(String, String)], b: &[(String, String)]) -> bool {
 /// A stable name for each cluster: its root layer and the path it syncs (what tells a fleet's
 /// clusters apart, and stays put when a change moves the file that defines the root).
 pub fn cluster_keys(model: &Model) -> BTreeMap<usize, String> {
-    let mut out: BTreeMap<usize, String> = BTreeMap::new();
+    let mut roots: BTreeMap<usize, Vec<&Layer>> = BTreeMap::new();
     for (_, layer) in model.live_layers() {
-        if layer.applied_by.is_some() || out.contains_key(&layer.cluster) {
-            continue;
+        if layer.applied_by.is_none() {
+            roots.entry(layer.cluster).or_default().push(layer);
         }
-        let mut key = format!("{} (path {})", layer.id, display_dir(&layer.path));
+    }
+    let mut out: BTreeMap<usize, String> = BTreeMap::new();
+    for (cluster, layers) in roots {
+        let mut key = match layers.as_slice() {
+            [root] => format!("{} (path {})", root.id, display_dir(&root.path)),
+            // No FluxInstance sync or bootstrap Kustomization: every layer is its own root.
+            _ => "every layer (no root found: no FluxInstance sync, no bootstrap flux-system Kustomization)".to_string(),
+        };
         let taken = out.values().filter(|k| k.starts_with(&key)).count();
         if taken > 0 {
             key = format!("{key} #{}", taken + 1);
         }
-        out.insert(layer.cluster, key);
+        out.insert(cluster, key);
     }
     out
 }
