@@ -1,0 +1,70 @@
+//! Layouts real Flux repositories use that Flux applies without error: fluxmend must read them as
+//! Flux does and report no false error (issue 15).
+
+mod common;
+
+use common::*;
+
+/// An ExternalSecret whose template holds `{{ … }}` in string values: valid YAML, applied as is.
+const EXTERNAL_SECRET: &str = "\
+apiVersion: external-secrets.io/v1beta1
+kind: ExternalSecret
+metadata:
+  name: runner-token
+  namespace: demo
+spec:
+  target:
+    template:
+      data:
+        config.toml: |
+          token = \"{{ .token }}\"
+        url: \"{{ .url | lower }}\"
+";
+
+#[test]
+fn template_text_in_string_values_is_read_as_objects() {
+    let repo = TempRepo::flux_layout();
+    repo.write("apps/secret.yaml", EXTERNAL_SECRET)
+        .append("apps/kustomization.yaml", "  - secret.yaml\n");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    let graph = repo.graph_json();
+    let objects = inventory(layer(&graph, "flux-system", "apps"));
+    assert!(
+        objects
+            .iter()
+            .any(|(kind, _, name)| kind == "ExternalSecret" && name == "runner-token"),
+        "{objects:?}"
+    );
+}
+
+#[test]
+fn template_text_in_a_kustomization_comment_keeps_the_layer() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        format!("# values are rendered with {{{{ .Values.x }}}} later\n{APPS_KUSTOMIZATION}"),
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    assert_eq!(summary(&report, "objects"), LAYOUT_OBJECTS);
+    let graph = repo.graph_json();
+    assert_eq!(inventory(layer(&graph, "flux-system", "apps")).len(), 3);
+}
+
+/// A placeholder in a plain (unquoted) position parses, in yaml-rust2, to a mapping used as a
+/// key, which Flux's YAML-to-JSON conversion rejects: that file is template text, skipped.
+#[test]
+fn template_text_that_is_not_yaml_for_flux_is_skipped_with_a_note() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "misc/unquoted.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = assert_diagnostic(&report, "misc/unquoted.yaml", "template text", "note");
+    assert_eq!((&d["line"], &d["column"]), (&4.into(), &10.into()), "{d:#}");
+}
