@@ -285,8 +285,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.extend(model.diagnostics.iter().cloned());
+    let diagnostics = model.all_diagnostics();
     let summary = report::Summary::new(&model, &findings, &diagnostics);
     print!(
         "{}",
@@ -305,9 +304,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
 fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
     let mut model = build_model(&repo, &options)?;
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.append(&mut model.diagnostics);
-    model.diagnostics = diagnostics;
+    model.diagnostics = model.all_diagnostics();
     print!(
         "{}",
         match args.format {
@@ -360,8 +357,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     };
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.extend(model.diagnostics.iter().cloned());
+    let diagnostics = model.all_diagnostics();
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
     let plan =

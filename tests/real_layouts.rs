@@ -68,3 +68,59 @@ fn template_text_that_is_not_yaml_for_flux_is_skipped_with_a_note() {
     let d = assert_diagnostic(&report, "misc/unquoted.yaml", "template text", "note");
     assert_eq!((&d["line"], &d["column"]), (&4.into(), &10.into()), "{d:#}");
 }
+
+/// A file no live layer reads: a problem there never reaches Flux, so it is a note; the same
+/// file in a live layer is the error it is.
+#[test]
+fn problems_in_files_no_live_layer_reads_are_notes() {
+    let broken = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a: b\n";
+    let repo = TempRepo::flux_layout();
+    repo.write("misc/broken.yaml", broken)
+        // Cluster tool configuration beside the manifests: not a Kubernetes object.
+        .write(
+            "talos/kubeadm.yaml",
+            "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.30.0\n",
+        )
+        // An archived layer and what it reads.
+        .write(
+            ".archive/clusters/old/apps.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: old\n  \
+             namespace: flux-system\nspec:\n  interval: 10m\n  path: ./gone\n  dependsOn:\n    - name: nothing\n  \
+             sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        )
+        .write(
+            ".archive/apps/kustomization.yaml",
+            "resources:\n  - missing.yaml\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(!diagnostics(&report).is_empty());
+    for d in diagnostics(&report) {
+        assert_eq!(d["severity"], "note", "{d:#}");
+    }
+    let d = assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "note");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(no live layer reads this file: error reported as a note)"),
+        "{d:#}"
+    );
+    assert_eq!((&d["line"], &d["column"]), (&4.into(), &10.into()), "{d:#}");
+    assert_diagnostic(&report, "talos/kubeadm.yaml", "no metadata.name", "note");
+    assert_diagnostic(
+        &report,
+        ".archive/clusters/old/apps.yaml",
+        "unreferenced",
+        "note",
+    );
+    assert_eq!(run.code, 0);
+    // `--fail-on note` still sees them.
+    assert_eq!(repo.check_json(&["--fail-on", "note"]).0.code, 1);
+
+    // Listed by a live layer, the same file is an error.
+    repo.append("apps/kustomization.yaml", "  - ../misc/broken.yaml\n");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{report:#}");
+    assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "error");
+}
