@@ -124,3 +124,119 @@ fn problems_in_files_no_live_layer_reads_are_notes() {
     assert_eq!(run.code, 1, "{report:#}");
     assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "error");
 }
+
+/// A tenant layer reading another repository (by URL), an OCI artifact pushed from elsewhere
+/// (its path resolves nowhere here), and a second GitRepository of this same repository.
+const SOURCES_LAYER: &str = "\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: tenant
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: ssh://git@github.com/example/tenant-apps.git
+  ref:
+    branch: main
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: fleet-again
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: git@github.com:Example/fleet.git
+  ref:
+    branch: main
+---
+apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: OCIRepository
+metadata:
+  name: vendor
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: oci://ghcr.io/vendor/manifests
+  ref:
+    tag: latest
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tenant
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./deploy/production
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: tenant
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: vendor
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./vendor/base
+  prune: true
+  dependsOn:
+    - name: tenant
+  sourceRef:
+    kind: OCIRepository
+    name: vendor
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: infra-again
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  sourceRef:
+    kind: GitRepository
+    name: fleet-again
+";
+
+#[test]
+fn layers_reading_another_repository_are_external_notes() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/sources.yaml", SOURCES_LAYER);
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    for (layer, why) in [
+        (
+            "flux-system/tenant",
+            "ssh://git@github.com/example/tenant-apps.git, not https://github.com/example/fleet",
+        ),
+        (
+            "flux-system/vendor",
+            "oci://ghcr.io/vendor/manifests; spec.path `./vendor/base` resolves nowhere here",
+        ),
+    ] {
+        let d = find_diagnostic(&report, "clusters/prod/sources.yaml", layer);
+        assert_eq!(d["severity"], "note", "{d:#}");
+        let message = d["message"].as_str().unwrap();
+        assert!(message.contains("is another repository"), "{message}");
+        assert!(message.contains(why), "{message}");
+        assert!(d["line"].is_u64() && d["column"].is_u64(), "{d:#}");
+    }
+    assert_eq!(diagnostics(&report).len(), 2, "{report:#}");
+    let graph = repo.graph_json();
+    for name in ["tenant", "vendor"] {
+        let l = layer(&graph, "flux-system", name);
+        assert_eq!(l["live"], true);
+        assert_eq!(
+            l["variants"],
+            serde_json::json!([]),
+            "no inventory claimed: {l:#}"
+        );
+    }
+    // The same repository under another URL spelling is this one: modelled.
+    let again = inventory(layer(&graph, "flux-system", "infra-again"));
+    assert_eq!(again.len(), 1, "{again:?}");
+}

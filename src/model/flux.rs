@@ -134,6 +134,35 @@ struct Sync {
     name: String,
     namespace: String,
     path: String,
+    /// The repository the root source reads: this one.
+    url: Option<String>,
+}
+
+/// `spec.url` of the source object a `sourceRef` names, when it is in this repository.
+fn source_url(model: &Model, source: &SourceRef) -> Option<String> {
+    let obj =
+        model.object(model.find_object(&source.kind, &source.name, Some(&source.namespace))?);
+    let yaml = &model.repo.file(obj.file).yaml;
+    yaml.lookup(obj.root, &["spec", "url"])
+        .and_then(|n| yaml.scalar(n))
+        .map(str::to_string)
+}
+
+/// A repository URL without what does not tell repositories apart: scheme, user, `.git`, a
+/// trailing `/`, case, and the `:` of scp-like `git@host:org/repo`.
+fn normalize_url(url: &str) -> String {
+    let url = url.trim().to_ascii_lowercase();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let rest = rest.split_once('@').map_or(rest, |(_, r)| r);
+    let rest = match rest.split_once(':') {
+        // `host:org/repo` (scp-like), not `host:port/…`.
+        Some((host, path)) if !path.starts_with(|c: char| c.is_ascii_digit()) => {
+            format!("{host}/{path}")
+        }
+        _ => rest.to_string(),
+    };
+    let rest = rest.trim_end_matches('/');
+    rest.strip_suffix(".git").unwrap_or(rest).to_string()
 }
 
 fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
@@ -165,6 +194,7 @@ fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
         name: get("name").unwrap_or_else(|| namespace.clone()),
         namespace,
         path: get("path").unwrap_or_default(),
+        url: get("url"),
     })
 }
 
@@ -516,6 +546,50 @@ impl Builder<'_, '_> {
         found
     }
 
+    /// Why a layer's source is another repository than this one, if it is. The root layer's
+    /// source is this repository; a GitRepository is another when its URL differs from the
+    /// root source's (or, with either URL unknown, when its path does not exist here); an
+    /// OCIRepository, Bucket or other artifact when its path resolves nowhere here (see
+    /// [`Builder::source_root`]) and no `--source-root` says where it was pushed from.
+    fn external_source(&mut self, id: LayerId) -> Option<String> {
+        let layer = &self.layers[id];
+        let mut root = id;
+        while let Some(parent) = self.layers[root].applied_by {
+            root = parent;
+        }
+        let root_layer = &self.layers[root];
+        if root == id || layer.source == root_layer.source || layer.source.name.is_empty() {
+            return None;
+        }
+        let model = self.renderer.model;
+        let url = source_url(model, &layer.source);
+        if layer.source.kind == "GitRepository" {
+            let root_url = match root_layer.created_by_instance {
+                Some(instance) => instance_sync(model, instance).and_then(|s| s.url),
+                None => source_url(model, &root_layer.source),
+            };
+            return match (url, root_url) {
+                (Some(url), Some(root_url)) => (normalize_url(&url) != normalize_url(&root_url))
+                    .then(|| format!("{url}, not {root_url}")),
+                (url, _) => expand_path(model, "", &layer.path, &mut false)
+                    .is_ok_and(|v| v.is_empty())
+                    .then(|| match url {
+                        Some(url) => format!("{url}; spec.path `{}` is not here", layer.path),
+                        None => format!("not defined here; spec.path `{}` is not here", layer.path),
+                    }),
+            };
+        }
+        let (cluster, source, path) = (layer.cluster, layer.source.clone(), layer.path.clone());
+        self.source_root(cluster, &source, &path)
+            .is_none()
+            .then(|| {
+                format!(
+                    "{}spec.path `{path}` resolves nowhere here",
+                    url.map(|u| format!("{u}; ")).unwrap_or_default()
+                )
+            })
+    }
+
     /// Resolve a layer's variants and render them; returns the Flux Kustomizations it applies.
     fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey)> {
         let layer = self.layers[id].clone();
@@ -531,6 +605,22 @@ impl Builder<'_, '_> {
             .object
             .or(layer.created_by_instance)
             .map_or(1, |o| model.object(o).line);
+        if let Some(why) = self.external_source(id) {
+            // Another repository's layout is not this one's: resolving the path here would
+            // claim objects it does not apply, or report a path missing that exists there.
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Severity::Note,
+                    &file_path,
+                    format!(
+                        "{}: its source {} is another repository ({why}): not analysed, and nothing it applies is modelled",
+                        layer.id, layer.source
+                    ),
+                )
+                .at(line, 1),
+            );
+            return Vec::new();
+        }
         let Some(root) = self.source_root(layer.cluster, &layer.source, &layer.path) else {
             self.diagnostics.push(
                 Diagnostic::new(
