@@ -240,3 +240,93 @@ fn layers_reading_another_repository_are_external_notes() {
     let again = inventory(layer(&graph, "flux-system", "infra-again"));
     assert_eq!(again.len(), 1, "{again:?}");
 }
+
+/// Two clusters' layers without a root this repository defines (bootstrapped from outside):
+/// each `apps` waits for its own cluster's `infra-configs` only, in every graph format.
+#[test]
+fn depends_on_resolves_within_the_applying_cluster() {
+    let repo = TempRepo::empty();
+    for cluster in ["staging", "production"] {
+        repo.write(
+            &format!("clusters/{cluster}/layers.yaml"),
+            format!(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra-configs\n  \
+                 namespace: flux-system\nspec:\n  interval: 10m\n  path: ./infra/{cluster}\n  sourceRef:\n    \
+                 kind: GitRepository\n    name: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\n\
+                 kind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  \
+                 path: ./apps/{cluster}\n  dependsOn:\n    - name: infra-configs\n  sourceRef:\n    \
+                 kind: GitRepository\n    name: flux-system\n"
+            ),
+        )
+        .write(
+            &format!("infra/{cluster}/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
+        )
+        .write(
+            &format!("apps/{cluster}/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n",
+        );
+    }
+    let graph = repo.graph_json();
+    for l in graph["layers"].as_array().unwrap() {
+        if l["name"] == "apps" {
+            let deps = l["depends_on"].as_array().unwrap();
+            assert_eq!(deps.len(), 1, "{l:#}");
+            let dep = &graph["layers"][deps[0].as_u64().unwrap() as usize];
+            let dir = |x: &serde_json::Value| {
+                x["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit_once('/')
+                    .unwrap()
+                    .0
+                    .to_string()
+            };
+            assert_eq!(dir(dep), dir(l), "{l:#}\n{dep:#}");
+        }
+    }
+    for format in ["text", "dot", "mermaid"] {
+        let run = repo.run("graph", &["--format", format]);
+        let waits =
+            run.stdout.matches("waits for").count() + run.stdout.matches("dependsOn:").count();
+        assert_eq!(waits, 2, "graph --format {format}:\n{}", run.stdout);
+    }
+}
+
+/// A parent layer's `targetNamespace`, `namePrefix` and `nameSuffix` apply to the Flux
+/// Kustomizations it renders, as Flux applies them: the child's identity is the transformed one,
+/// and its `dependsOn` (namespace defaulting to its own) resolves against transformed names.
+#[test]
+fn a_parent_layers_transformers_rename_the_child_layers() {
+    let repo = TempRepo::flux_layout();
+    repo.append(
+        "clusters/prod/infra.yaml",
+        "  targetNamespace: team\n  namePrefix: t-\n  nameSuffix: -x\n",
+    )
+    .write(
+        "infra/children.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: base\n\
+         spec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    \
+         namespace: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n\
+         metadata:\n  name: top\nspec:\n  interval: 10m\n  path: ./apps\n  dependsOn:\n    - name: t-base-x\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let graph = repo.graph_json();
+    let base = layer(&graph, "team", "t-base-x");
+    let top = layer(&graph, "team", "t-top-x");
+    assert_eq!(
+        top["depends_on"],
+        serde_json::json!([base["id"]]),
+        "{top:#}"
+    );
+    assert!(
+        graph["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["namespace"] != "default"),
+        "{graph:#}"
+    );
+}

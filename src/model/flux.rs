@@ -962,7 +962,7 @@ fn resolve_dependencies(model: &mut Model) {
         let mut ids = Vec::new();
         for (dep, item) in &layer.depends_on {
             match by_id.get(&(layer.cluster, dep)) {
-                Some(found) => ids.extend(found.iter().copied()),
+                Some(found) => ids.extend(closest(model, layer, found)),
                 None if layer.live => {
                     let obj = layer.object.map(|o| model.object(o));
                     let file = obj.map(|o| model.repo.file(o.file));
@@ -1009,6 +1009,52 @@ fn resolve_dependencies(model: &mut Model) {
         );
     }
     model.diagnostics.extend(diagnostics);
+}
+
+/// Of the layers a `dependsOn` entry names, the one Flux would wait for. In a cluster each name
+/// is one object, but without a known root every layer shares one model cluster, so two real
+/// clusters' `infra-configs` meet: keep those the referrer's own parent applies, else those
+/// defined nearest to the referrer (the longest common directory of their files).
+fn closest(model: &Model, layer: &Layer, found: &[LayerId]) -> Vec<LayerId> {
+    if found.len() < 2 {
+        return found.to_vec();
+    }
+    if layer.applied_by.is_some() {
+        let siblings: Vec<LayerId> = found
+            .iter()
+            .copied()
+            .filter(|&f| model.layers[f].applied_by == layer.applied_by)
+            .collect();
+        if !siblings.is_empty() {
+            return siblings;
+        }
+    }
+    let dir_of = |l: &Layer| {
+        l.object
+            .map(|o| crate::load::parent_of(&model.repo.file(model.object(o).file).path))
+    };
+    let Some(own) = dir_of(layer) else {
+        return found.to_vec();
+    };
+    let shared = |f: LayerId| {
+        dir_of(&model.layers[f]).map_or(0, |d| {
+            let (mut a, mut b) = (own.split('/'), d.split('/'));
+            let mut n = 0;
+            while let (Some(x), Some(y)) = (a.next(), b.next()) {
+                if x != y {
+                    break;
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    let best = found.iter().map(|&f| shared(f)).max().unwrap_or(0);
+    found
+        .iter()
+        .copied()
+        .filter(|&f| shared(f) == best)
+        .collect()
 }
 
 /// The `dependsOn` cycles: strongly connected components with more than one layer, or a layer
