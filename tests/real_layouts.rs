@@ -330,3 +330,71 @@ fn a_parent_layers_transformers_rename_the_child_layers() {
         "{graph:#}"
     );
 }
+
+/// A layer file two clusters share: one finding per cluster when their blast radii differ, each
+/// naming its cluster; one finding naming both when they are the same.
+#[test]
+fn findings_name_their_cluster_and_keep_blast_radii_apart() {
+    let repo = TempRepo::empty();
+    for c in ["a", "b"] {
+        repo.write(
+            &format!("clusters/{c}/flux-system/gotk-sync.yaml"),
+            GOTK_SYNC.replace("./clusters/prod", &format!("./clusters/{c}")),
+        )
+        .write(
+            &format!("clusters/{c}/kustomization.yaml"),
+            "resources:\n  - flux-system/gotk-sync.yaml\n  - ../../shared/apps.yaml\n",
+        );
+    }
+    repo.write(
+        "shared/apps.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  prune: false\n  wait: true\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write("apps/kustomization.yaml", format!("{APPS_KUSTOMIZATION}  - flux.yaml\n"))
+    .write(
+        "apps/app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
+    )
+    .write("apps/flux.yaml", FLUX_INSTANCE);
+    let findings = |repo: &TempRepo| {
+        let (_, report) = repo.check_json(&["--rule", "FM001"]);
+        report["findings"].as_array().unwrap().clone()
+    };
+    let same = findings(&repo);
+    assert_eq!(same.len(), 1, "{same:#?}");
+    assert_eq!(
+        same[0]["cluster"],
+        "flux-system/flux-system (path ./clusters/a); flux-system/flux-system (path ./clusters/b)"
+    );
+    let text = repo.run("check", &["--rule", "FM001"]).stdout;
+    assert!(
+        text.contains("[cluster flux-system/flux-system (path ./clusters/a); "),
+        "{text}"
+    );
+
+    // Cluster b has a layer waiting for apps: its blast radius differs.
+    repo.append("clusters/b/kustomization.yaml", "  - extra.yaml\n").write(
+        "clusters/b/extra.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extra\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./infra\n  dependsOn:\n    - name: apps\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write("infra/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n");
+    let apart = findings(&repo);
+    assert_eq!(apart.len(), 2, "{apart:#?}");
+    assert_eq!(
+        apart[0]["cluster"],
+        "flux-system/flux-system (path ./clusters/a)"
+    );
+    assert_eq!(apart[0]["blocked_layers"], serde_json::json!([]));
+    assert_eq!(
+        apart[1]["cluster"],
+        "flux-system/flux-system (path ./clusters/b)"
+    );
+    assert_eq!(
+        apart[1]["blocked_layers"],
+        serde_json::json!([{"namespace": "flux-system", "name": "extra"}])
+    );
+}
