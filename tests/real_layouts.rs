@@ -398,3 +398,81 @@ fn findings_name_their_cluster_and_keep_blast_radii_apart() {
         serde_json::json!([{"namespace": "flux-system", "name": "extra"}])
     );
 }
+
+/// A tenant layer whose kustomization renames its child layers with a builtin transformer
+/// configuration (not modelled): the layer is marked not fully modelled, and a `dependsOn` on a
+/// transformed name is a note, not a "not defined" error.
+const TENANT_LAYER: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tenants
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tenants
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+";
+
+const TENANT_CHILDREN: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: db
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  dependsOn:
+    - name: team-db
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+";
+
+#[test]
+fn kustomize_transformers_mark_the_layer_not_fully_modelled() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/tenants.yaml", TENANT_LAYER)
+        .write("tenants/layers.yaml", TENANT_CHILDREN)
+        .write(
+            "tenants/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - layers.yaml\n\
+             transformers:\n  - prefix.yaml\n",
+        )
+        .write(
+            "tenants/prefix.yaml",
+            "apiVersion: builtin\nkind: PrefixSuffixTransformer\nmetadata:\n  name: team\nprefix: team-\n\
+             fieldSpecs:\n  - path: metadata/name\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = assert_diagnostic(
+        &report,
+        "clusters/prod/tenants.yaml",
+        "not fully modelled: `transformers` in tenants/kustomization.yaml",
+        "note",
+    );
+    assert_eq!(d["line"], 1);
+    assert_diagnostic(
+        &report,
+        "tenants/layers.yaml",
+        "dependsOn flux-system/team-db, which no modelled Flux Kustomization defines",
+        "note",
+    );
+}

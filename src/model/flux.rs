@@ -75,6 +75,46 @@ pub struct Variant {
     pub inventory: Vec<Rendered>,
     /// Why the directory could not be rendered (its inventory is then incomplete).
     pub error: Option<String>,
+    /// kustomize fields on the way whose effect on names and namespaces is not modelled
+    /// (`transformers`, `replacements`, `helmCharts`), as `field in file`: the inventory's
+    /// identities may differ from what Flux applies.
+    pub unmodelled: Vec<String>,
+}
+
+/// kustomize fields that can rename, re-namespace or add objects in ways the model does not
+/// follow.
+const UNMODELLED_FIELDS: &[&str] = &["transformers", "replacements", "helmCharts"];
+
+/// The [`UNMODELLED_FIELDS`] of the kustomization files a variant's build reads.
+fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<String> {
+    let mut files: Vec<crate::load::FileId> = model
+        .kustomize_dirs
+        .get(dir)
+        .map(|k| k.file)
+        .into_iter()
+        .chain(inventory.iter().flat_map(|r| r.chain.iter().copied()))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let mut out = Vec::new();
+    for file in files {
+        let source = model.repo.file(file);
+        let Some(k) = model
+            .kustomize_dirs
+            .get(crate::load::parent_of(&source.path))
+        else {
+            continue;
+        };
+        if k.file != file {
+            continue;
+        }
+        for field in UNMODELLED_FIELDS {
+            if source.yaml.lookup(k.root, &[field]).is_some() {
+                out.push(format!("`{field}` in {}", source.path));
+            }
+        }
+    }
+    out
 }
 
 /// A Flux Kustomization as a delivery layer.
@@ -702,6 +742,22 @@ impl Builder<'_, '_> {
                     applied.push((r.object, r.key.clone()));
                 }
             }
+            let unmodelled = unmodelled_fields(model, &dir, &inventory);
+            if !unmodelled.is_empty() {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Note,
+                        &file_path,
+                        format!(
+                            "{} ({}): not fully modelled: {} may rename, re-namespace or add objects; what fluxmend shows of this layer may differ from what Flux applies",
+                            layer.id,
+                            display_dir(&dir),
+                            unmodelled.join(", ")
+                        ),
+                    )
+                    .at(line, 1),
+                );
+            }
             // Kept for the whole run, and there is one per layer of a fleet: no growth slack.
             inventory.shrink_to_fit();
             variants.push(Variant {
@@ -710,6 +766,7 @@ impl Builder<'_, '_> {
                 generated,
                 inventory,
                 error,
+                unmodelled,
             });
         }
         variants.shrink_to_fit();
@@ -956,6 +1013,14 @@ fn resolve_dependencies(model: &mut Model) {
     for (i, l) in model.layers.iter().enumerate() {
         by_id.entry((l.cluster, &l.id)).or_default().push(i);
     }
+    // Clusters with a layer whose names the model may have wrong: a target missing there may be
+    // one of those layers' objects under its real name.
+    let uncertain: HashSet<usize> = model
+        .layers
+        .iter()
+        .filter(|l| l.variants.iter().any(|v| !v.unmodelled.is_empty()))
+        .map(|l| l.cluster)
+        .collect();
     let mut resolved = Vec::new();
     let mut diagnostics = Vec::new();
     for layer in &model.layers {
@@ -963,6 +1028,20 @@ fn resolve_dependencies(model: &mut Model) {
         for (dep, item) in &layer.depends_on {
             match by_id.get(&(layer.cluster, dep)) {
                 Some(found) => ids.extend(closest(model, layer, found)),
+                None if layer.live && uncertain.contains(&layer.cluster) => {
+                    let obj = layer.object.map(|o| model.object(o));
+                    let file = obj.map(|o| model.repo.file(o.file));
+                    let (line, col) =
+                        file.map_or((1, 1), |f| f.yaml.line_col(f.yaml.node(*item).span.start));
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Severity::Note,
+                            file.map_or("", |f| f.path.as_str()),
+                            format!("{} dependsOn {dep}, which no modelled Flux Kustomization defines; a layer of this cluster is not fully modelled and may define it", layer.id),
+                        )
+                        .at(line, col),
+                    );
+                }
                 None if layer.live => {
                     let obj = layer.object.map(|o| model.object(o));
                     let file = obj.map(|o| model.repo.file(o.file));
