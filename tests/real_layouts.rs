@@ -476,3 +476,47 @@ fn kustomize_transformers_mark_the_layer_not_fully_modelled() {
         "note",
     );
 }
+
+/// `tests/data/healthy-unusual/`: a repository Flux applies without error, written the ways real
+/// repositories are (template text in values and comments, a builtin transformer configuration,
+/// a tenant layer from another repository, an archived folder with broken files and a layer
+/// nothing applies, Talos/kubeadm configuration, a local Helm chart, a Jinja file). `check`
+/// passes with no error or warning, and still sees every object Flux applies.
+#[test]
+fn a_healthy_but_unusual_repository_passes_check() {
+    let root = manifest_dir().join("tests/data/healthy-unusual");
+    let run = fluxmend(command_args("check", &root, &["--format", "json"]));
+    run.assert_no_panic();
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report:#}");
+    for d in diagnostics(&report) {
+        assert_eq!(d["severity"], "note", "{d:#}");
+        assert!(
+            d["line"].is_u64() || d["message"].as_str().unwrap().starts_with("skipped: Helm"),
+            "{d:#}"
+        );
+    }
+    assert_eq!(
+        report["summary"]["diagnostics"],
+        serde_json::json!({"note": 9}),
+        "{report:#}"
+    );
+    assert_eq!(summary(&report, "live_layers"), 5);
+    let graph = fluxmend(command_args("graph", &root, &["--format", "json"])).json();
+    let kinds = |name: &str| {
+        let mut k: Vec<String> = inventory(layer(&graph, "flux-system", name))
+            .into_iter()
+            .map(|(kind, _, name)| format!("{kind}/{name}"))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        kinds("infrastructure"),
+        ["ExternalSecret/registry", "Namespace/infra"]
+    );
+    assert_eq!(
+        kinds("apps"),
+        ["ConfigMap/alert-templates", "HelmRelease/runner-config"]
+    );
+}
