@@ -520,3 +520,46 @@ fn a_healthy_but_unusual_repository_passes_check() {
         ["ConfigMap/alert-templates", "HelmRelease/runner-config"]
     );
 }
+
+/// `--source NAME=DIR` maps an external source to a checkout kept in the repository: its layer
+/// is then analysed there. A malformed value is a usage error.
+#[test]
+fn source_option_maps_an_external_source_to_a_local_checkout() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/sources.yaml", SOURCES_LAYER)
+        .write(
+            "vendor/tenant-apps/deploy/production/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tenant\n  namespace: default\n",
+        );
+    let graph = |extra: &[&str]| {
+        let run = repo.run("graph", &[&["--format", "json"][..], extra].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()
+    };
+    assert_eq!(
+        layer(&graph(&[]), "flux-system", "tenant")["variants"],
+        serde_json::json!([])
+    );
+    for name in [
+        "tenant",
+        "flux-system/tenant",
+        "GitRepository/flux-system/tenant",
+    ] {
+        let mapped = graph(&["--source", &format!("{name}=vendor/tenant-apps")]);
+        let tenant = layer(&mapped, "flux-system", "tenant");
+        assert_eq!(
+            tenant["source_root"], "vendor/tenant-apps",
+            "{name}: {tenant:#}"
+        );
+        assert_eq!(
+            inventory(tenant),
+            [("ConfigMap".into(), "default".into(), "tenant".into())],
+            "{name}"
+        );
+    }
+    for bad in ["tenant", "=x", "tenant=does/not/exist"] {
+        let run = fluxmend(command_args("check", repo.path(), &["--source", bad]));
+        assert_eq!(run.code, 2, "--source {bad}: {}", run.stderr);
+        assert!(run.stderr.contains("--source"), "{}", run.stderr);
+    }
+}

@@ -555,6 +555,9 @@ struct Builder<'m, 'r> {
 
 impl Builder<'_, '_> {
     fn source_root(&mut self, cluster: usize, source: &SourceRef, path: &str) -> Option<String> {
+        if let Some(dir) = self.mapped_source(source) {
+            return Some(dir.to_string());
+        }
         if source.kind == "GitRepository" {
             return Some(String::new());
         }
@@ -586,11 +589,28 @@ impl Builder<'_, '_> {
         found
     }
 
+    /// The directory `--source` maps this source to, if any.
+    fn mapped_source(&self, source: &SourceRef) -> Option<&str> {
+        self.options.sources.iter().find_map(|(name, dir)| {
+            let parts: Vec<&str> = name.split('/').collect();
+            let matches = match parts.as_slice() {
+                [n] => *n == source.name,
+                [ns, n] => *ns == source.namespace && *n == source.name,
+                [kind, ns, n] => {
+                    *kind == source.kind && *ns == source.namespace && *n == source.name
+                }
+                _ => false,
+            };
+            matches.then_some(dir.as_str())
+        })
+    }
+
     /// Why a layer's source is another repository than this one, if it is. The root layer's
     /// source is this repository; a GitRepository is another when its URL differs from the
     /// root source's (or, with either URL unknown, when its path does not exist here); an
     /// OCIRepository, Bucket or other artifact when its path resolves nowhere here (see
-    /// [`Builder::source_root`]) and no `--source-root` says where it was pushed from.
+    /// [`Builder::source_root`]) and no `--source-root` says where it was pushed from. A
+    /// source `--source` maps to a directory is never external.
     fn external_source(&mut self, id: LayerId) -> Option<String> {
         let layer = &self.layers[id];
         let mut root = id;
@@ -598,7 +618,11 @@ impl Builder<'_, '_> {
             root = parent;
         }
         let root_layer = &self.layers[root];
-        if root == id || layer.source == root_layer.source || layer.source.name.is_empty() {
+        if root == id
+            || layer.source == root_layer.source
+            || layer.source.name.is_empty()
+            || self.mapped_source(&layer.source).is_some()
+        {
             return None;
         }
         let model = self.renderer.model;

@@ -39,6 +39,10 @@ pub struct ModelOptions {
     /// The artifact root of OCIRepository/Bucket/ExternalArtifact sources, relative to the
     /// repository root, when it should not be inferred.
     pub source_root: Option<String>,
+    /// `--source NAME=DIR`: sources (`name`, `namespace/name` or `kind/namespace/name`) whose
+    /// artifact is the directory DIR of this repository (a checkout of another repository kept
+    /// here): their layers are analysed against DIR rather than being external.
+    pub sources: Vec<(String, String)>,
 }
 
 /// The whole model of one repository.
