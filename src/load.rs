@@ -68,8 +68,8 @@ enum Walked {
 /// What reading one YAML-named file gave.
 enum Loaded {
     Parsed(Arc<SourceFile>),
-    /// Not Kubernetes YAML (a note): path and reason.
-    Skipped(String, String),
+    /// Not Kubernetes YAML (a note): path, reason and where it stops being YAML, if known.
+    Skipped(String, String, Option<(usize, usize)>),
     /// Could not be read as text (a warning): path and reason.
     Unreadable(String, String),
 }
@@ -268,15 +268,28 @@ impl Repo {
             .into_par_iter()
             .map(|rel| match read_candidate(&root, &rel) {
                 Err(reason) => Loaded::Unreadable(rel, reason),
-                Ok(text) => match skip_reason(&rel, &text, dirs, &root) {
-                    Some(reason) => Loaded::Skipped(rel, reason),
+                Ok(text) => match skip_reason(&rel, dirs, &root) {
+                    Some(reason) => Loaded::Skipped(rel, reason, None),
                     None => {
+                        // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
+                        // applies as is: only a file that does not parse is judged a template.
+                        let template = has_template_syntax(&text);
                         let (yaml, error) = YamlFile::parse_owned(text);
-                        Loaded::Parsed(Arc::new(SourceFile {
-                            path: rel,
-                            yaml,
-                            error,
-                        }))
+                        match error {
+                            Some(e) if template => Loaded::Skipped(
+                                rel,
+                                format!(
+                                    "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
+                                    e.message
+                                ),
+                                Some((e.line, e.column)),
+                            ),
+                            error => Loaded::Parsed(Arc::new(SourceFile {
+                                path: rel,
+                                yaml,
+                                error,
+                            })),
+                        }
                     }
                 },
             })
@@ -284,12 +297,12 @@ impl Repo {
         repo.files.reserve_exact(loaded.len());
         for outcome in loaded {
             match outcome {
-                Loaded::Skipped(rel, reason) => {
-                    repo.diagnostics.push(Diagnostic::new(
-                        Severity::Note,
-                        &rel,
-                        format!("skipped: {reason}"),
-                    ));
+                Loaded::Skipped(rel, reason, at) => {
+                    let note = Diagnostic::new(Severity::Note, &rel, format!("skipped: {reason}"));
+                    repo.diagnostics.push(match at {
+                        Some((line, column)) => note.at(line, column),
+                        None => note,
+                    });
                     repo.other_files.insert(rel);
                 }
                 Loaded::Unreadable(rel, reason) => {
@@ -494,8 +507,14 @@ fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
     })
 }
 
-/// Why a YAML-named file is not Kubernetes YAML that Flux would apply, if it is not.
-fn skip_reason(rel: &str, text: &str, dirs: &BTreeSet<String>, root: &Path) -> Option<String> {
+/// Whether a file holds template syntax (Helm/Go `{{ }}`, Jinja `{% %}`).
+fn has_template_syntax(text: &str) -> bool {
+    text.contains("{{") && (text.contains("}}") || text.contains("{{-")) || text.contains("{%")
+}
+
+/// Why a YAML-named file is not Kubernetes YAML that Flux would apply, whatever its text: a Helm
+/// chart's templates and metadata. (Template text elsewhere is judged once parsed.)
+fn skip_reason(rel: &str, dirs: &BTreeSet<String>, root: &Path) -> Option<String> {
     let parts: Vec<&str> = rel.split('/').collect();
     if let Some(i) = parts.iter().position(|p| *p == "templates") {
         let chart_dir = parts[..i].join("/");
@@ -513,9 +532,6 @@ fn skip_reason(rel: &str, text: &str, dirs: &BTreeSet<String>, root: &Path) -> O
         || name == "values.yaml" && root.join(rel).with_file_name("Chart.yaml").is_file()
     {
         return Some("Helm chart metadata".into());
-    }
-    if text.contains("{{") && (text.contains("}}") || text.contains("{{-")) || text.contains("{%") {
-        return Some("template text ({{ }} or {% %}), not plain YAML".into());
     }
     None
 }

@@ -120,6 +120,11 @@ struct RepoArgs {
     /// where their `spec.path` values exist).
     #[arg(long, value_name = "DIR")]
     source_root: Option<String>,
+    /// Analyse the layers of this source (`name`, `namespace/name` or `kind/namespace/name`)
+    /// against DIR, a checkout of its repository below PATH, instead of treating them as
+    /// external; repeatable.
+    #[arg(long = "source", value_name = "NAME=DIR")]
+    sources: Vec<String>,
 }
 
 #[derive(Args)]
@@ -221,13 +226,25 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
         );
     }
     let repo = Repo::load(&args.path).map_err(usage)?;
-    let source_root = match &args.source_root {
+    let artifact_root = match &args.source_root {
         Some(dir) => Some(source_root(&repo, dir).map_err(usage)?),
         None => None,
     };
+    let mut sources = Vec::new();
+    for given in &args.sources {
+        let (name, dir) = given
+            .split_once('=')
+            .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+            .ok_or_else(|| usage(format!("--source {given}: give NAME=DIR")))?;
+        sources.push((
+            name.to_string(),
+            source_root(&repo, dir).map_err(|e| usage(format!("--source {given}: {e}")))?,
+        ));
+    }
     let options = ModelOptions {
         roots: args.roots.clone(),
-        source_root,
+        source_root: artifact_root,
+        sources,
     };
     Ok((repo, options))
 }
@@ -285,8 +302,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.extend(model.diagnostics.iter().cloned());
+    let diagnostics = model.all_diagnostics();
     let summary = report::Summary::new(&model, &findings, &diagnostics);
     print!(
         "{}",
@@ -305,9 +321,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
 fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options) = load(&args.repo)?;
     let mut model = build_model(&repo, &options)?;
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.append(&mut model.diagnostics);
-    model.diagnostics = diagnostics;
+    model.diagnostics = model.all_diagnostics();
     print!(
         "{}",
         match args.format {
@@ -360,8 +374,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     };
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
-    let mut diagnostics = repo.diagnostics.clone();
-    diagnostics.extend(model.diagnostics.iter().cloned());
+    let diagnostics = model.all_diagnostics();
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
     let plan =
@@ -434,6 +447,14 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         let options = ModelOptions {
             roots: args.repo.roots.clone(),
             source_root: args.repo.source_root.clone(),
+            // As given, like `source_root` above: the revisions are trees of their own.
+            sources: args
+                .repo
+                .sources
+                .iter()
+                .filter_map(|s| s.split_once('='))
+                .map(|(n, d)| (n.to_string(), d.trim_end_matches('/').to_string()))
+                .collect(),
         };
         let played = rollout::play(
             &Model::build(&before, &options),

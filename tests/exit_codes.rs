@@ -28,14 +28,12 @@ fn assert_diagnostic_counts(repo: &TempRepo, expected: serde_json::Value) {
     assert_eq!(report["summary"]["diagnostics"], expected, "{report:#}");
 }
 
-/// A layout with one warning and nothing worse: a Flux Kustomization no root applies.
+/// A layout with one warning and nothing worse: a HelmRelease without `spec` in a live layer.
 fn repo_with_warning_only() -> TempRepo {
     let repo = TempRepo::flux_layout();
     repo.write(
-        "clusters/old/apps.yaml",
-        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: old-apps\n  \
-         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    \
-         name: flux-system\n",
+        "infra/release.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: x\n  namespace: infra\n",
     );
     repo
 }
@@ -86,12 +84,16 @@ fn error_diagnostic_exits_1_at_every_threshold() {
 fn malformed_yaml_exits_1() {
     let repo = TempRepo::flux_layout();
     repo.write(
-        "misc/broken.yaml",
+        "infra/broken.yaml",
         "kind: ConfigMap\nmetadata:\n  name: a: b\n",
     );
     let run = check(&repo, &[]);
     assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.stdout.contains("misc/broken.yaml:3:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("infra/broken.yaml:3:"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -191,10 +193,10 @@ fn check_json_has_findings_diagnostics_and_summary() {
         );
     }
     assert_eq!(diagnostic["severity"], "warning");
-    assert_eq!(diagnostic["file"], "clusters/old/apps.yaml");
+    assert_eq!(diagnostic["file"], "infra/release.yaml");
     assert_eq!(summary(&report, "files"), common::LAYOUT_FILES + 1);
     assert_eq!(summary(&report, "objects"), common::LAYOUT_OBJECTS + 1);
-    assert_eq!(summary(&report, "layers"), common::LAYOUT_LAYERS + 1);
+    assert_eq!(summary(&report, "layers"), common::LAYOUT_LAYERS);
     assert_eq!(summary(&report, "live_layers"), common::LAYOUT_LAYERS);
     assert!(report["summary"]["findings"].is_object());
 }

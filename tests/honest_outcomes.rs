@@ -83,26 +83,27 @@ fn ignore_files_flux_does_not_read_hide_nothing() {
 // 6. Names that are not UTF-8 and scalars that need quoting.
 
 /// A file or directory whose name is not UTF-8 is reported by name, as such, and the rest is
-/// analysed.
+/// analysed. Both are below `infra/`, whose every file Flux reads (a generated kustomization):
+/// warnings, not notes.
 #[test]
 fn a_name_that_is_not_utf8_is_reported_as_such() {
     let repo = TempRepo::flux_layout();
     let bad = |name: &[u8]| repo.path().join(std::ffi::OsStr::from_bytes(name));
-    std::fs::write(bad(b"apps/bad\xff.yaml"), "kind: ConfigMap\n").unwrap();
-    std::fs::create_dir(bad(b"dir\xfe")).unwrap();
-    std::fs::write(bad(b"dir\xfe/cm.yaml"), "kind: ConfigMap\n").unwrap();
+    std::fs::write(bad(b"infra/bad\xff.yaml"), "kind: ConfigMap\n").unwrap();
+    std::fs::create_dir(bad(b"infra/dir\xfe")).unwrap();
+    std::fs::write(bad(b"infra/dir\xfe/cm.yaml"), "kind: ConfigMap\n").unwrap();
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     let file = common::assert_diagnostic(
         &report,
-        "apps/bad\u{FFFD}.yaml",
+        "infra/bad\u{FFFD}.yaml",
         "file name is not UTF-8",
         "warning",
     );
     assert!(file["message"].as_str().unwrap().contains("rename it"));
     common::assert_diagnostic(
         &report,
-        "dir\u{FFFD}",
+        "infra/dir\u{FFFD}",
         "directory name is not UTF-8",
         "warning",
     );

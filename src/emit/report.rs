@@ -45,6 +45,7 @@ fn finding_json(f: &Finding) -> serde_json::Value {
         "file": f.file,
         "line": f.line,
         "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
+        "cluster": f.cluster,
         "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
         "blocked_layers": f.blocked_layers,
         "masked_objects": f.masked_objects,
@@ -62,11 +63,15 @@ pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
 pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
     let mut out = String::new();
     for f in findings {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{}:{}: {}[{}]: {}",
             f.file, f.line, f.severity, f.rule, f.message
         );
+        if !f.cluster.is_empty() {
+            let _ = write!(out, " [cluster {}]", f.cluster);
+        }
+        out.push('\n');
     }
     for d in diagnostics {
         diagnostic_line(&mut out, d);

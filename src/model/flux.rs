@@ -75,6 +75,46 @@ pub struct Variant {
     pub inventory: Vec<Rendered>,
     /// Why the directory could not be rendered (its inventory is then incomplete).
     pub error: Option<String>,
+    /// kustomize fields on the way whose effect on names and namespaces is not modelled
+    /// (`transformers`, `replacements`, `helmCharts`), as `field in file`: the inventory's
+    /// identities may differ from what Flux applies.
+    pub unmodelled: Vec<String>,
+}
+
+/// kustomize fields that can rename, re-namespace or add objects in ways the model does not
+/// follow.
+const UNMODELLED_FIELDS: &[&str] = &["transformers", "replacements", "helmCharts"];
+
+/// The [`UNMODELLED_FIELDS`] of the kustomization files a variant's build reads.
+fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<String> {
+    let mut files: Vec<crate::load::FileId> = model
+        .kustomize_dirs
+        .get(dir)
+        .map(|k| k.file)
+        .into_iter()
+        .chain(inventory.iter().flat_map(|r| r.chain.iter().copied()))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let mut out = Vec::new();
+    for file in files {
+        let source = model.repo.file(file);
+        let Some(k) = model
+            .kustomize_dirs
+            .get(crate::load::parent_of(&source.path))
+        else {
+            continue;
+        };
+        if k.file != file {
+            continue;
+        }
+        for field in UNMODELLED_FIELDS {
+            if source.yaml.lookup(k.root, &[field]).is_some() {
+                out.push(format!("`{field}` in {}", source.path));
+            }
+        }
+    }
+    out
 }
 
 /// A Flux Kustomization as a delivery layer.
@@ -134,6 +174,35 @@ struct Sync {
     name: String,
     namespace: String,
     path: String,
+    /// The repository the root source reads: this one.
+    url: Option<String>,
+}
+
+/// `spec.url` of the source object a `sourceRef` names, when it is in this repository.
+fn source_url(model: &Model, source: &SourceRef) -> Option<String> {
+    let obj =
+        model.object(model.find_object(&source.kind, &source.name, Some(&source.namespace))?);
+    let yaml = &model.repo.file(obj.file).yaml;
+    yaml.lookup(obj.root, &["spec", "url"])
+        .and_then(|n| yaml.scalar(n))
+        .map(str::to_string)
+}
+
+/// A repository URL without what does not tell repositories apart: scheme, user, `.git`, a
+/// trailing `/`, case, and the `:` of scp-like `git@host:org/repo`.
+fn normalize_url(url: &str) -> String {
+    let url = url.trim().to_ascii_lowercase();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let rest = rest.split_once('@').map_or(rest, |(_, r)| r);
+    let rest = match rest.split_once(':') {
+        // `host:org/repo` (scp-like), not `host:port/…`.
+        Some((host, path)) if !path.starts_with(|c: char| c.is_ascii_digit()) => {
+            format!("{host}/{path}")
+        }
+        _ => rest.to_string(),
+    };
+    let rest = rest.trim_end_matches('/');
+    rest.strip_suffix(".git").unwrap_or(rest).to_string()
 }
 
 fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
@@ -165,6 +234,7 @@ fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
         name: get("name").unwrap_or_else(|| namespace.clone()),
         namespace,
         path: get("path").unwrap_or_default(),
+        url: get("url"),
     })
 }
 
@@ -485,6 +555,9 @@ struct Builder<'m, 'r> {
 
 impl Builder<'_, '_> {
     fn source_root(&mut self, cluster: usize, source: &SourceRef, path: &str) -> Option<String> {
+        if let Some(dir) = self.mapped_source(source) {
+            return Some(dir.to_string());
+        }
         if source.kind == "GitRepository" {
             return Some(String::new());
         }
@@ -516,6 +589,71 @@ impl Builder<'_, '_> {
         found
     }
 
+    /// The directory `--source` maps this source to, if any.
+    fn mapped_source(&self, source: &SourceRef) -> Option<&str> {
+        self.options.sources.iter().find_map(|(name, dir)| {
+            let parts: Vec<&str> = name.split('/').collect();
+            let matches = match parts.as_slice() {
+                [n] => *n == source.name,
+                [ns, n] => *ns == source.namespace && *n == source.name,
+                [kind, ns, n] => {
+                    *kind == source.kind && *ns == source.namespace && *n == source.name
+                }
+                _ => false,
+            };
+            matches.then_some(dir.as_str())
+        })
+    }
+
+    /// Why a layer's source is another repository than this one, if it is. The root layer's
+    /// source is this repository; a GitRepository is another when its URL differs from the
+    /// root source's (or, with either URL unknown, when its path does not exist here); an
+    /// OCIRepository, Bucket or other artifact when its path resolves nowhere here (see
+    /// [`Builder::source_root`]) and no `--source-root` says where it was pushed from. A
+    /// source `--source` maps to a directory is never external.
+    fn external_source(&mut self, id: LayerId) -> Option<String> {
+        let layer = &self.layers[id];
+        let mut root = id;
+        while let Some(parent) = self.layers[root].applied_by {
+            root = parent;
+        }
+        let root_layer = &self.layers[root];
+        if root == id
+            || layer.source == root_layer.source
+            || layer.source.name.is_empty()
+            || self.mapped_source(&layer.source).is_some()
+        {
+            return None;
+        }
+        let model = self.renderer.model;
+        let url = source_url(model, &layer.source);
+        if layer.source.kind == "GitRepository" {
+            let root_url = match root_layer.created_by_instance {
+                Some(instance) => instance_sync(model, instance).and_then(|s| s.url),
+                None => source_url(model, &root_layer.source),
+            };
+            return match (url, root_url) {
+                (Some(url), Some(root_url)) => (normalize_url(&url) != normalize_url(&root_url))
+                    .then(|| format!("{url}, not {root_url}")),
+                (url, _) => expand_path(model, "", &layer.path, &mut false)
+                    .is_ok_and(|v| v.is_empty())
+                    .then(|| match url {
+                        Some(url) => format!("{url}; spec.path `{}` is not here", layer.path),
+                        None => format!("not defined here; spec.path `{}` is not here", layer.path),
+                    }),
+            };
+        }
+        let (cluster, source, path) = (layer.cluster, layer.source.clone(), layer.path.clone());
+        self.source_root(cluster, &source, &path)
+            .is_none()
+            .then(|| {
+                format!(
+                    "{}spec.path `{path}` resolves nowhere here",
+                    url.map(|u| format!("{u}; ")).unwrap_or_default()
+                )
+            })
+    }
+
     /// Resolve a layer's variants and render them; returns the Flux Kustomizations it applies.
     fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey)> {
         let layer = self.layers[id].clone();
@@ -531,6 +669,22 @@ impl Builder<'_, '_> {
             .object
             .or(layer.created_by_instance)
             .map_or(1, |o| model.object(o).line);
+        if let Some(why) = self.external_source(id) {
+            // Another repository's layout is not this one's: resolving the path here would
+            // claim objects it does not apply, or report a path missing that exists there.
+            self.diagnostics.push(
+                Diagnostic::new(
+                    Severity::Note,
+                    &file_path,
+                    format!(
+                        "{}: its source {} is another repository ({why}): not analysed, and nothing it applies is modelled",
+                        layer.id, layer.source
+                    ),
+                )
+                .at(line, 1),
+            );
+            return Vec::new();
+        }
         let Some(root) = self.source_root(layer.cluster, &layer.source, &layer.path) else {
             self.diagnostics.push(
                 Diagnostic::new(
@@ -612,6 +766,22 @@ impl Builder<'_, '_> {
                     applied.push((r.object, r.key.clone()));
                 }
             }
+            let unmodelled = unmodelled_fields(model, &dir, &inventory);
+            if !unmodelled.is_empty() {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Note,
+                        &file_path,
+                        format!(
+                            "{} ({}): not fully modelled: {} may rename, re-namespace or add objects; what fluxmend shows of this layer may differ from what Flux applies",
+                            layer.id,
+                            display_dir(&dir),
+                            unmodelled.join(", ")
+                        ),
+                    )
+                    .at(line, 1),
+                );
+            }
             // Kept for the whole run, and there is one per layer of a fleet: no growth slack.
             inventory.shrink_to_fit();
             variants.push(Variant {
@@ -620,6 +790,7 @@ impl Builder<'_, '_> {
                 generated,
                 inventory,
                 error,
+                unmodelled,
             });
         }
         variants.shrink_to_fit();
@@ -866,13 +1037,35 @@ fn resolve_dependencies(model: &mut Model) {
     for (i, l) in model.layers.iter().enumerate() {
         by_id.entry((l.cluster, &l.id)).or_default().push(i);
     }
+    // Clusters with a layer whose names the model may have wrong: a target missing there may be
+    // one of those layers' objects under its real name.
+    let uncertain: HashSet<usize> = model
+        .layers
+        .iter()
+        .filter(|l| l.variants.iter().any(|v| !v.unmodelled.is_empty()))
+        .map(|l| l.cluster)
+        .collect();
     let mut resolved = Vec::new();
     let mut diagnostics = Vec::new();
     for layer in &model.layers {
         let mut ids = Vec::new();
         for (dep, item) in &layer.depends_on {
             match by_id.get(&(layer.cluster, dep)) {
-                Some(found) => ids.extend(found.iter().copied()),
+                Some(found) => ids.extend(closest(model, layer, found)),
+                None if layer.live && uncertain.contains(&layer.cluster) => {
+                    let obj = layer.object.map(|o| model.object(o));
+                    let file = obj.map(|o| model.repo.file(o.file));
+                    let (line, col) =
+                        file.map_or((1, 1), |f| f.yaml.line_col(f.yaml.node(*item).span.start));
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Severity::Note,
+                            file.map_or("", |f| f.path.as_str()),
+                            format!("{} dependsOn {dep}, which no modelled Flux Kustomization defines; a layer of this cluster is not fully modelled and may define it", layer.id),
+                        )
+                        .at(line, col),
+                    );
+                }
                 None if layer.live => {
                     let obj = layer.object.map(|o| model.object(o));
                     let file = obj.map(|o| model.repo.file(o.file));
@@ -919,6 +1112,52 @@ fn resolve_dependencies(model: &mut Model) {
         );
     }
     model.diagnostics.extend(diagnostics);
+}
+
+/// Of the layers a `dependsOn` entry names, the one Flux would wait for. In a cluster each name
+/// is one object, but without a known root every layer shares one model cluster, so two real
+/// clusters' `infra-configs` meet: keep those the referrer's own parent applies, else those
+/// defined nearest to the referrer (the longest common directory of their files).
+fn closest(model: &Model, layer: &Layer, found: &[LayerId]) -> Vec<LayerId> {
+    if found.len() < 2 {
+        return found.to_vec();
+    }
+    if layer.applied_by.is_some() {
+        let siblings: Vec<LayerId> = found
+            .iter()
+            .copied()
+            .filter(|&f| model.layers[f].applied_by == layer.applied_by)
+            .collect();
+        if !siblings.is_empty() {
+            return siblings;
+        }
+    }
+    let dir_of = |l: &Layer| {
+        l.object
+            .map(|o| crate::load::parent_of(&model.repo.file(model.object(o).file).path))
+    };
+    let Some(own) = dir_of(layer) else {
+        return found.to_vec();
+    };
+    let shared = |f: LayerId| {
+        dir_of(&model.layers[f]).map_or(0, |d| {
+            let (mut a, mut b) = (own.split('/'), d.split('/'));
+            let mut n = 0;
+            while let (Some(x), Some(y)) = (a.next(), b.next()) {
+                if x != y {
+                    break;
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    let best = found.iter().map(|&f| shared(f)).max().unwrap_or(0);
+    found
+        .iter()
+        .copied()
+        .filter(|&f| shared(f) == best)
+        .collect()
 }
 
 /// The `dependsOn` cycles: strongly connected components with more than one layer, or a layer

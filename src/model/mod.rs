@@ -5,6 +5,7 @@
 mod flux;
 mod generators;
 mod kustomize;
+mod live;
 mod objects;
 mod paths;
 mod required;
@@ -38,6 +39,10 @@ pub struct ModelOptions {
     /// The artifact root of OCIRepository/Bucket/ExternalArtifact sources, relative to the
     /// repository root, when it should not be inferred.
     pub source_root: Option<String>,
+    /// `--source NAME=DIR`: sources (`name`, `namespace/name` or `kind/namespace/name`) whose
+    /// artifact is the directory DIR of this repository (a checkout of another repository kept
+    /// here): their layers are analysed against DIR rather than being external.
+    pub sources: Vec<(String, String)>,
 }
 
 /// The whole model of one repository.
@@ -61,7 +66,9 @@ pub struct Model<'r> {
     /// How many objects were known and their (kind, name) index, built on first use (see
     /// `find_object`).
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
+    /// The model's own diagnostics, those about files no live layer reads already notes.
     pub diagnostics: Vec<Diagnostic>,
+    live_files: Option<live::LiveFiles>,
 }
 
 impl<'r> Model<'r> {
@@ -86,6 +93,7 @@ impl<'r> Model<'r> {
             file_users: Vec::new(),
             by_kind_name: OnceLock::new(),
             diagnostics,
+            live_files: None,
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
@@ -160,7 +168,21 @@ impl<'r> Model<'r> {
             .into_iter()
             .map(|(_, id, vi)| (id as LayerId, vi as usize))
             .collect();
+        let live = live::LiveFiles::of(&model);
+        live.demote(&mut model.diagnostics);
+        model.live_files = Some(live);
         model
+    }
+
+    /// Every diagnostic of the run: the loader's, then the model's; those about files no live
+    /// layer reads are notes (see [`live`]), so that `--fail-on` counts only what Flux meets.
+    pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
+        let mut all = self.repo.diagnostics.clone();
+        if let Some(live) = &self.live_files {
+            live.demote(&mut all);
+        }
+        all.extend(self.diagnostics.iter().cloned());
+        all
     }
 
     /// Objects defined in a file, in document order (a file's objects are consecutive).

@@ -356,6 +356,20 @@ impl YamlFile {
             });
             docs.retain(|d| d.region.end <= at);
         }
+        if error.is_none()
+            && let Some(key) = file.first_collection_key()
+        {
+            // Flux and kustomize turn YAML into JSON, whose keys are strings: a mapping or
+            // sequence as a key (what an unquoted `{{ name }}` placeholder parses to) fails there.
+            let at = file.node(key).span.start;
+            let (line, column) = file.line_col(at);
+            error = Some(ParseError {
+                line,
+                column,
+                message: "a mapping or sequence used as a mapping key (Flux and kustomize accept only scalar keys)".into(),
+            });
+            docs.retain(|d| d.region.end <= at);
+        }
         if let (None, Some(last)) = (&error, docs.last_mut()) {
             last.region.end = file.text.len();
         }
@@ -581,6 +595,25 @@ impl YamlFile {
 
     /// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
     /// first). Merge keys (`<<`) may repeat.
+    /// The first mapping key (in file order) that is a mapping or a sequence.
+    fn first_collection_key(&self) -> Option<NodeId> {
+        let mut best: Option<NodeId> = None;
+        let mut at = 0;
+        while let Some(&(len, _)) = self.entries.get(at) {
+            let entries = &self.entries[at + 1..at + 1 + len as usize];
+            at += 1 + len as usize;
+            for &(k, _) in entries {
+                let kind = self.nodes[k as usize].data >> KIND_SHIFT;
+                let start = |n: NodeId| self.nodes[n as usize].start;
+                if (kind == MAPPING || kind == SEQUENCE) && best.is_none_or(|b| start(k) < start(b))
+                {
+                    best = Some(k);
+                }
+            }
+        }
+        best
+    }
+
     fn first_duplicate_key(&self) -> Option<(NodeId, NodeId)> {
         let mut best: Option<(NodeId, NodeId)> = None;
         let mut seen: HashMap<&str, NodeId> = HashMap::default();

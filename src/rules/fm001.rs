@@ -188,6 +188,8 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         file,
         line,
         layer: layer.id.clone(),
+        cluster: String::new(),
+        cluster_index: layer.cluster,
         object: r.key.clone(),
         blocked_layers: blocked,
         masked_objects: masked,

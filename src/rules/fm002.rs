@@ -82,6 +82,8 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     namespace: String::new(),
                     name: String::new(),
                 },
+                cluster: String::new(),
+                cluster_index: usize::MAX,
                 object: ObjectKey {
                     api_version: Name::default(),
                     kind: Name::default(),
@@ -235,6 +237,8 @@ fn describe(
         file: model.repo.file(obj.file).path.clone(),
         line: obj.line,
         layer: layer.id.clone(),
+        cluster: String::new(),
+        cluster_index: layer.cluster,
         object: r.key.clone(),
         blocked_layers: blocked.to_vec(),
         masked_objects: masked,

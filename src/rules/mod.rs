@@ -37,6 +37,13 @@ pub struct Finding {
     pub file: String,
     pub line: usize,
     pub layer: LayerRef,
+    /// The cluster that applies the layer, named as `simulate` names it (`ns/name (path P)`,
+    /// its root layer and the path that syncs); `; `-separated when one layer file gives the
+    /// same finding, blast radius included, in several clusters. Set by [`run`].
+    pub cluster: String,
+    /// The model's index of that cluster ([`crate::model::Layer::cluster`]), set by the rule.
+    #[serde(skip)]
+    pub cluster_index: usize,
     pub object: ObjectKey,
     /// Layers a failure would leave `DependencyNotReady`.
     pub blocked_layers: Vec<LayerRef>,
@@ -138,18 +145,42 @@ pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
         .filter(|r| only.is_empty() || only.iter().any(|id| id.eq_ignore_ascii_case(r.meta().id)))
         .flat_map(|r| r.check(model))
         .collect();
-    findings.sort_by(|a, b| (&a.file, a.line, a.rule).cmp(&(&b.file, b.line, b.rule)));
-    // The same layer file reached from several clusters (roots) is one finding.
-    let mut seen = std::collections::HashSet::new();
-    findings.retain(|f| {
-        seen.insert((
+    findings.sort_by(|a, b| {
+        (&a.file, a.line, a.rule, a.cluster_index).cmp(&(&b.file, b.line, b.rule, b.cluster_index))
+    });
+    // The same layer file reached from several clusters (roots) with the same blast radius is
+    // one finding naming each cluster (and offering one fix); a different radius stays apart.
+    let names = crate::rollout::cluster_keys(model);
+    let mut first: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    for mut f in findings {
+        let name = names.get(&f.cluster_index).cloned().unwrap_or_default();
+        let key = (
             f.rule,
             f.file.clone(),
             f.line,
             f.layer.clone(),
             f.object.clone(),
             f.message.clone(),
-        ))
-    });
-    findings
+            f.blocked_layers.clone(),
+        );
+        match first.get(&key) {
+            Some(&i) => {
+                let kept: &mut Finding = &mut out[i];
+                if !name.is_empty() && !kept.cluster.split("; ").any(|c| c == name) {
+                    kept.cluster = if kept.cluster.is_empty() {
+                        name
+                    } else {
+                        format!("{}; {name}", kept.cluster)
+                    };
+                }
+            }
+            None => {
+                f.cluster = name;
+                first.insert(key, out.len());
+                out.push(f);
+            }
+        }
+    }
+    out
 }

@@ -1,0 +1,126 @@
+//! Which files a live layer reads, so that problems outside Flux's reach (archived folders,
+//! commented-out layers, tool configuration beside the manifests) do not fail a CI gate.
+//!
+//! A file is *live* when a live layer renders an object from it or passes through it (a
+//! kustomization file on the way: [`Model::users_of_file`]), defines a live layer (its Flux
+//! Kustomization or FluxInstance), or would be read by a live layer's build even though it gave
+//! no object: a file below a directory Flux generates a kustomization for, a kustomization file
+//! of a directory the build reaches, and a file a reached kustomization names (resources,
+//! components, patches, replacements, transformers, generators).
+
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::diagnostics::{Diagnostic, Severity};
+
+use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
+
+/// The paths (relative to the repository root) live layers read, and the directories whose
+/// every file they read.
+#[derive(Debug)]
+pub(super) struct LiveFiles {
+    files: HashSet<String>,
+    /// Directories Flux generates a kustomization for: it reads every file below them.
+    generated_dirs: HashSet<String>,
+}
+
+impl LiveFiles {
+    pub(super) fn of(model: &Model) -> LiveFiles {
+        let mut live = LiveFiles {
+            files: HashSet::default(),
+            generated_dirs: HashSet::default(),
+        };
+        let repo = model.repo;
+        for (f, file) in repo.files.iter().enumerate() {
+            if !model.users_of_file(f).is_empty() {
+                live.files.insert(file.path.clone());
+            }
+        }
+        let mut seen_dirs: HashSet<String> = HashSet::default();
+        for (_, layer) in model.live_layers() {
+            for obj in layer.object.iter().chain(&layer.created_by_instance) {
+                live.files
+                    .insert(repo.file(model.object(*obj).file).path.clone());
+            }
+            for variant in &layer.variants {
+                if variant.generated {
+                    live.generated_dirs.insert(variant.dir.clone());
+                } else {
+                    live.reach_dir(model, &variant.dir, &mut seen_dirs);
+                }
+            }
+        }
+        live
+    }
+
+    /// Mark what kustomize reads from `dir`'s kustomization, recursively.
+    fn reach_dir(&mut self, model: &Model, dir: &str, seen: &mut HashSet<String>) {
+        if !seen.insert(dir.to_string()) {
+            return;
+        }
+        for name in KUSTOMIZATION_FILE_NAMES {
+            if let Some(path) = join(dir, name).filter(|p| model.repo.is_file(p)) {
+                self.files.insert(path);
+            }
+        }
+        let Some(k) = model.kustomize_dirs.get(dir) else {
+            return;
+        };
+        for r in k.resources.iter().chain(&k.components) {
+            match &r.target {
+                RefTarget::File(path) => {
+                    self.files.insert(path.clone());
+                }
+                RefTarget::Dir(sub) => self.reach_dir(model, sub, seen),
+                _ => {}
+            }
+        }
+        // Files named elsewhere in the kustomization: a patch or a transformer configuration
+        // that does not parse fails the build as surely as a resource.
+        let yaml = &model.repo.file(k.file).yaml;
+        for key in [
+            "patches",
+            "patchesStrategicMerge",
+            "patchesJson6902",
+            "replacements",
+            "transformers",
+            "generators",
+            "validators",
+            "configurations",
+        ] {
+            let Some(list) = yaml.lookup(k.root, &[key]) else {
+                continue;
+            };
+            for &item in yaml.items(list) {
+                let text = yaml
+                    .scalar(item)
+                    .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)));
+                if let Some(path) = text.and_then(|t| join(dir, t)) {
+                    self.files.insert(path);
+                }
+            }
+        }
+    }
+
+    /// Whether a live layer reads the file at `path`.
+    pub(super) fn contains(&self, path: &str) -> bool {
+        self.files.contains(path)
+            || std::iter::once("")
+                .chain(path.match_indices('/').map(|(i, _)| &path[..i]))
+                .any(|dir| self.generated_dirs.contains(dir))
+    }
+
+    /// Make a warning or error about a file no live layer reads a note, saying so: Flux never
+    /// meets the problem, so it must not fail `check`. Diagnostics about the repository as a
+    /// whole (no file) keep their severity.
+    pub(super) fn demote(&self, diagnostics: &mut [Diagnostic]) {
+        for d in diagnostics {
+            if d.severity > Severity::Note && !d.file.is_empty() && !self.contains(&d.file) {
+                d.message = format!(
+                    "{} (no live layer reads this file: {} reported as a note)",
+                    d.message, d.severity
+                );
+                d.severity = Severity::Note;
+            }
+        }
+    }
+}

@@ -1,0 +1,565 @@
+//! Layouts real Flux repositories use that Flux applies without error: fluxmend must read them as
+//! Flux does and report no false error (issue 15).
+
+mod common;
+
+use common::*;
+
+/// An ExternalSecret whose template holds `{{ … }}` in string values: valid YAML, applied as is.
+const EXTERNAL_SECRET: &str = "\
+apiVersion: external-secrets.io/v1beta1
+kind: ExternalSecret
+metadata:
+  name: runner-token
+  namespace: demo
+spec:
+  target:
+    template:
+      data:
+        config.toml: |
+          token = \"{{ .token }}\"
+        url: \"{{ .url | lower }}\"
+";
+
+#[test]
+fn template_text_in_string_values_is_read_as_objects() {
+    let repo = TempRepo::flux_layout();
+    repo.write("apps/secret.yaml", EXTERNAL_SECRET)
+        .append("apps/kustomization.yaml", "  - secret.yaml\n");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    let graph = repo.graph_json();
+    let objects = inventory(layer(&graph, "flux-system", "apps"));
+    assert!(
+        objects
+            .iter()
+            .any(|(kind, _, name)| kind == "ExternalSecret" && name == "runner-token"),
+        "{objects:?}"
+    );
+}
+
+#[test]
+fn template_text_in_a_kustomization_comment_keeps_the_layer() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        format!("# values are rendered with {{{{ .Values.x }}}} later\n{APPS_KUSTOMIZATION}"),
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    assert_eq!(summary(&report, "objects"), LAYOUT_OBJECTS);
+    let graph = repo.graph_json();
+    assert_eq!(inventory(layer(&graph, "flux-system", "apps")).len(), 3);
+}
+
+/// A placeholder in a plain (unquoted) position parses, in yaml-rust2, to a mapping used as a
+/// key, which Flux's YAML-to-JSON conversion rejects: that file is template text, skipped.
+#[test]
+fn template_text_that_is_not_yaml_for_flux_is_skipped_with_a_note() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "misc/unquoted.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = assert_diagnostic(&report, "misc/unquoted.yaml", "template text", "note");
+    assert_eq!((&d["line"], &d["column"]), (&4.into(), &10.into()), "{d:#}");
+}
+
+/// A file no live layer reads: a problem there never reaches Flux, so it is a note; the same
+/// file in a live layer is the error it is.
+#[test]
+fn problems_in_files_no_live_layer_reads_are_notes() {
+    let broken = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a: b\n";
+    let repo = TempRepo::flux_layout();
+    repo.write("misc/broken.yaml", broken)
+        // Cluster tool configuration beside the manifests: not a Kubernetes object.
+        .write(
+            "talos/kubeadm.yaml",
+            "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.30.0\n",
+        )
+        // An archived layer and what it reads.
+        .write(
+            ".archive/clusters/old/apps.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: old\n  \
+             namespace: flux-system\nspec:\n  interval: 10m\n  path: ./gone\n  dependsOn:\n    - name: nothing\n  \
+             sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        )
+        .write(
+            ".archive/apps/kustomization.yaml",
+            "resources:\n  - missing.yaml\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(!diagnostics(&report).is_empty());
+    for d in diagnostics(&report) {
+        assert_eq!(d["severity"], "note", "{d:#}");
+    }
+    let d = assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "note");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(no live layer reads this file: error reported as a note)"),
+        "{d:#}"
+    );
+    assert_eq!((&d["line"], &d["column"]), (&4.into(), &10.into()), "{d:#}");
+    assert_diagnostic(&report, "talos/kubeadm.yaml", "no metadata.name", "note");
+    assert_diagnostic(
+        &report,
+        ".archive/clusters/old/apps.yaml",
+        "unreferenced",
+        "note",
+    );
+    assert_eq!(run.code, 0);
+    // `--fail-on note` still sees them.
+    assert_eq!(repo.check_json(&["--fail-on", "note"]).0.code, 1);
+
+    // Listed by a live layer, the same file is an error.
+    repo.append("apps/kustomization.yaml", "  - ../misc/broken.yaml\n");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{report:#}");
+    assert_diagnostic(&report, "misc/broken.yaml", "YAML does not parse", "error");
+}
+
+/// A tenant layer reading another repository (by URL), an OCI artifact pushed from elsewhere
+/// (its path resolves nowhere here), and a second GitRepository of this same repository.
+const SOURCES_LAYER: &str = "\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: tenant
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: ssh://git@github.com/example/tenant-apps.git
+  ref:
+    branch: main
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: fleet-again
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: git@github.com:Example/fleet.git
+  ref:
+    branch: main
+---
+apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: OCIRepository
+metadata:
+  name: vendor
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: oci://ghcr.io/vendor/manifests
+  ref:
+    tag: latest
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tenant
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./deploy/production
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: tenant
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: vendor
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./vendor/base
+  prune: true
+  dependsOn:
+    - name: tenant
+  sourceRef:
+    kind: OCIRepository
+    name: vendor
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: infra-again
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  sourceRef:
+    kind: GitRepository
+    name: fleet-again
+";
+
+#[test]
+fn layers_reading_another_repository_are_external_notes() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/sources.yaml", SOURCES_LAYER);
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    for (layer, why) in [
+        (
+            "flux-system/tenant",
+            "ssh://git@github.com/example/tenant-apps.git, not https://github.com/example/fleet",
+        ),
+        (
+            "flux-system/vendor",
+            "oci://ghcr.io/vendor/manifests; spec.path `./vendor/base` resolves nowhere here",
+        ),
+    ] {
+        let d = find_diagnostic(&report, "clusters/prod/sources.yaml", layer);
+        assert_eq!(d["severity"], "note", "{d:#}");
+        let message = d["message"].as_str().unwrap();
+        assert!(message.contains("is another repository"), "{message}");
+        assert!(message.contains(why), "{message}");
+        assert!(d["line"].is_u64() && d["column"].is_u64(), "{d:#}");
+    }
+    assert_eq!(diagnostics(&report).len(), 2, "{report:#}");
+    let graph = repo.graph_json();
+    for name in ["tenant", "vendor"] {
+        let l = layer(&graph, "flux-system", name);
+        assert_eq!(l["live"], true);
+        assert_eq!(
+            l["variants"],
+            serde_json::json!([]),
+            "no inventory claimed: {l:#}"
+        );
+    }
+    // The same repository under another URL spelling is this one: modelled.
+    let again = inventory(layer(&graph, "flux-system", "infra-again"));
+    assert_eq!(again.len(), 1, "{again:?}");
+}
+
+/// Two clusters' layers without a root this repository defines (bootstrapped from outside):
+/// each `apps` waits for its own cluster's `infra-configs` only, in every graph format.
+#[test]
+fn depends_on_resolves_within_the_applying_cluster() {
+    let repo = TempRepo::empty();
+    for cluster in ["staging", "production"] {
+        repo.write(
+            &format!("clusters/{cluster}/layers.yaml"),
+            format!(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra-configs\n  \
+                 namespace: flux-system\nspec:\n  interval: 10m\n  path: ./infra/{cluster}\n  sourceRef:\n    \
+                 kind: GitRepository\n    name: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\n\
+                 kind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  \
+                 path: ./apps/{cluster}\n  dependsOn:\n    - name: infra-configs\n  sourceRef:\n    \
+                 kind: GitRepository\n    name: flux-system\n"
+            ),
+        )
+        .write(
+            &format!("infra/{cluster}/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
+        )
+        .write(
+            &format!("apps/{cluster}/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n",
+        );
+    }
+    let graph = repo.graph_json();
+    for l in graph["layers"].as_array().unwrap() {
+        if l["name"] == "apps" {
+            let deps = l["depends_on"].as_array().unwrap();
+            assert_eq!(deps.len(), 1, "{l:#}");
+            let dep = &graph["layers"][deps[0].as_u64().unwrap() as usize];
+            let dir = |x: &serde_json::Value| {
+                x["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit_once('/')
+                    .unwrap()
+                    .0
+                    .to_string()
+            };
+            assert_eq!(dir(dep), dir(l), "{l:#}\n{dep:#}");
+        }
+    }
+    for format in ["text", "dot", "mermaid"] {
+        let run = repo.run("graph", &["--format", format]);
+        let waits =
+            run.stdout.matches("waits for").count() + run.stdout.matches("dependsOn:").count();
+        assert_eq!(waits, 2, "graph --format {format}:\n{}", run.stdout);
+    }
+}
+
+/// A parent layer's `targetNamespace`, `namePrefix` and `nameSuffix` apply to the Flux
+/// Kustomizations it renders, as Flux applies them: the child's identity is the transformed one,
+/// and its `dependsOn` (namespace defaulting to its own) resolves against transformed names.
+#[test]
+fn a_parent_layers_transformers_rename_the_child_layers() {
+    let repo = TempRepo::flux_layout();
+    repo.append(
+        "clusters/prod/infra.yaml",
+        "  targetNamespace: team\n  namePrefix: t-\n  nameSuffix: -x\n",
+    )
+    .write(
+        "infra/children.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: base\n\
+         spec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    \
+         namespace: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n\
+         metadata:\n  name: top\nspec:\n  interval: 10m\n  path: ./apps\n  dependsOn:\n    - name: t-base-x\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let graph = repo.graph_json();
+    let base = layer(&graph, "team", "t-base-x");
+    let top = layer(&graph, "team", "t-top-x");
+    assert_eq!(
+        top["depends_on"],
+        serde_json::json!([base["id"]]),
+        "{top:#}"
+    );
+    assert!(
+        graph["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["namespace"] != "default"),
+        "{graph:#}"
+    );
+}
+
+/// A layer file two clusters share: one finding per cluster when their blast radii differ, each
+/// naming its cluster; one finding naming both when they are the same.
+#[test]
+fn findings_name_their_cluster_and_keep_blast_radii_apart() {
+    let repo = TempRepo::empty();
+    for c in ["a", "b"] {
+        repo.write(
+            &format!("clusters/{c}/flux-system/gotk-sync.yaml"),
+            GOTK_SYNC.replace("./clusters/prod", &format!("./clusters/{c}")),
+        )
+        .write(
+            &format!("clusters/{c}/kustomization.yaml"),
+            "resources:\n  - flux-system/gotk-sync.yaml\n  - ../../shared/apps.yaml\n",
+        );
+    }
+    repo.write(
+        "shared/apps.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  prune: false\n  wait: true\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write("apps/kustomization.yaml", format!("{APPS_KUSTOMIZATION}  - flux.yaml\n"))
+    .write(
+        "apps/app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
+    )
+    .write("apps/flux.yaml", FLUX_INSTANCE);
+    let findings = |repo: &TempRepo| {
+        let (_, report) = repo.check_json(&["--rule", "FM001"]);
+        report["findings"].as_array().unwrap().clone()
+    };
+    let same = findings(&repo);
+    assert_eq!(same.len(), 1, "{same:#?}");
+    assert_eq!(
+        same[0]["cluster"],
+        "flux-system/flux-system (path ./clusters/a); flux-system/flux-system (path ./clusters/b)"
+    );
+    let text = repo.run("check", &["--rule", "FM001"]).stdout;
+    assert!(
+        text.contains("[cluster flux-system/flux-system (path ./clusters/a); "),
+        "{text}"
+    );
+
+    // Cluster b has a layer waiting for apps: its blast radius differs.
+    repo.append("clusters/b/kustomization.yaml", "  - extra.yaml\n").write(
+        "clusters/b/extra.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extra\n  \
+         namespace: flux-system\nspec:\n  interval: 10m\n  path: ./infra\n  dependsOn:\n    - name: apps\n  \
+         sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write("infra/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n");
+    let apart = findings(&repo);
+    assert_eq!(apart.len(), 2, "{apart:#?}");
+    assert_eq!(
+        apart[0]["cluster"],
+        "flux-system/flux-system (path ./clusters/a)"
+    );
+    assert_eq!(apart[0]["blocked_layers"], serde_json::json!([]));
+    assert_eq!(
+        apart[1]["cluster"],
+        "flux-system/flux-system (path ./clusters/b)"
+    );
+    assert_eq!(
+        apart[1]["blocked_layers"],
+        serde_json::json!([{"namespace": "flux-system", "name": "extra"}])
+    );
+}
+
+/// A tenant layer whose kustomization renames its child layers with a builtin transformer
+/// configuration (not modelled): the layer is marked not fully modelled, and a `dependsOn` on a
+/// transformed name is a note, not a "not defined" error.
+const TENANT_LAYER: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tenants
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tenants
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+";
+
+const TENANT_CHILDREN: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: db
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: app
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./infra
+  dependsOn:
+    - name: team-db
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+";
+
+#[test]
+fn kustomize_transformers_mark_the_layer_not_fully_modelled() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/tenants.yaml", TENANT_LAYER)
+        .write("tenants/layers.yaml", TENANT_CHILDREN)
+        .write(
+            "tenants/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - layers.yaml\n\
+             transformers:\n  - prefix.yaml\n",
+        )
+        .write(
+            "tenants/prefix.yaml",
+            "apiVersion: builtin\nkind: PrefixSuffixTransformer\nmetadata:\n  name: team\nprefix: team-\n\
+             fieldSpecs:\n  - path: metadata/name\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = assert_diagnostic(
+        &report,
+        "clusters/prod/tenants.yaml",
+        "not fully modelled: `transformers` in tenants/kustomization.yaml",
+        "note",
+    );
+    assert_eq!(d["line"], 1);
+    assert_diagnostic(
+        &report,
+        "tenants/layers.yaml",
+        "dependsOn flux-system/team-db, which no modelled Flux Kustomization defines",
+        "note",
+    );
+}
+
+/// `tests/data/healthy-unusual/`: a repository Flux applies without error, written the ways real
+/// repositories are (template text in values and comments, a builtin transformer configuration,
+/// a tenant layer from another repository, an archived folder with broken files and a layer
+/// nothing applies, Talos/kubeadm configuration, a local Helm chart, a Jinja file). `check`
+/// passes with no error or warning, and still sees every object Flux applies.
+#[test]
+fn a_healthy_but_unusual_repository_passes_check() {
+    let root = manifest_dir().join("tests/data/healthy-unusual");
+    let run = fluxmend(command_args("check", &root, &["--format", "json"]));
+    run.assert_no_panic();
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report:#}");
+    for d in diagnostics(&report) {
+        assert_eq!(d["severity"], "note", "{d:#}");
+        assert!(
+            d["line"].is_u64() || d["message"].as_str().unwrap().starts_with("skipped: Helm"),
+            "{d:#}"
+        );
+    }
+    assert_eq!(
+        report["summary"]["diagnostics"],
+        serde_json::json!({"note": 9}),
+        "{report:#}"
+    );
+    assert_eq!(summary(&report, "live_layers"), 5);
+    let graph = fluxmend(command_args("graph", &root, &["--format", "json"])).json();
+    let kinds = |name: &str| {
+        let mut k: Vec<String> = inventory(layer(&graph, "flux-system", name))
+            .into_iter()
+            .map(|(kind, _, name)| format!("{kind}/{name}"))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        kinds("infrastructure"),
+        ["ExternalSecret/registry", "Namespace/infra"]
+    );
+    assert_eq!(
+        kinds("apps"),
+        ["ConfigMap/alert-templates", "HelmRelease/runner-config"]
+    );
+}
+
+/// `--source NAME=DIR` maps an external source to a checkout kept in the repository: its layer
+/// is then analysed there. A malformed value is a usage error.
+#[test]
+fn source_option_maps_an_external_source_to_a_local_checkout() {
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/sources.yaml", SOURCES_LAYER)
+        .write(
+            "vendor/tenant-apps/deploy/production/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tenant\n  namespace: default\n",
+        );
+    let graph = |extra: &[&str]| {
+        let run = repo.run("graph", &[&["--format", "json"][..], extra].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.json()
+    };
+    assert_eq!(
+        layer(&graph(&[]), "flux-system", "tenant")["variants"],
+        serde_json::json!([])
+    );
+    for name in [
+        "tenant",
+        "flux-system/tenant",
+        "GitRepository/flux-system/tenant",
+    ] {
+        let mapped = graph(&["--source", &format!("{name}=vendor/tenant-apps")]);
+        let tenant = layer(&mapped, "flux-system", "tenant");
+        assert_eq!(
+            tenant["source_root"], "vendor/tenant-apps",
+            "{name}: {tenant:#}"
+        );
+        assert_eq!(
+            inventory(tenant),
+            [("ConfigMap".into(), "default".into(), "tenant".into())],
+            "{name}"
+        );
+    }
+    for bad in ["tenant", "=x", "tenant=does/not/exist"] {
+        let run = fluxmend(command_args("check", repo.path(), &["--source", bad]));
+        assert_eq!(run.code, 2, "--source {bad}: {}", run.stderr);
+        assert!(run.stderr.contains("--source"), "{}", run.stderr);
+    }
+}
