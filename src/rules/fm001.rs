@@ -7,12 +7,12 @@ use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
 use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
-use crate::parse::{NodeId, YamlFile};
+use crate::parse::{NodeId, NodeKind, YamlFile};
 
 use super::layer_split::{
-    bringing_entry, copy_entry, entry_location, free_name, layer_document_head, needs_protection,
-    prefix, protect_first, register, relative_below, remove_items, remove_resource_entry,
-    second_phase, spec_indent,
+    CARRIED, bringing_entry, copy_entry_nodes, entry_location, free_name, layer_document_head,
+    needs_protection, prefix, protect_first, register, relative_below, remove_items,
+    remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -259,6 +259,7 @@ fn plan_fix(
     // Moving the instance off a layer that prunes: the old layer reconciles the move first (the
     // new layer depends on it) and would prune the instance, and flux-operator would uninstall
     // Flux. So the instance is protected where it is first, and moved once that is applied.
+    uncarried_settings(model, layer)?;
     let unprotected = needs_protection(model, layer, gated.iter().map(|(_, r)| *r), |_| false);
     if !unprotected.is_empty() {
         return protect_first(
@@ -422,7 +423,9 @@ fn isolate_instance(
 }
 
 /// The new Kustomization document, in the old document's indentation, line ending and
-/// `apiVersion`, with the old layer's settings copied verbatim.
+/// `apiVersion`: the old layer object's labels and annotations, and every setting of its spec
+/// that decides how the instance is built and applied ([`CARRIED`]) copied verbatim in the old
+/// order, with its own `path`, `dependsOn` the old layer and `wait: false`.
 fn new_layer_document(
     yaml: &YamlFile,
     root: NodeId,
@@ -442,29 +445,84 @@ fn new_layer_document(
         "# Split out by fluxmend FM001: the FluxInstance must not be health-gated by {}.",
         layer.id.name
     );
-    layer_document_head(yaml, root, name, &why, &mut line);
-    let copied = [
-        "interval",
-        "retryInterval",
-        "timeout",
-        "sourceRef",
-        "decryption",
-        "postBuild",
-    ];
-    for key in ["interval", "retryInterval", "timeout"] {
-        copy_entry(yaml, spec, key, &indent, &mut line);
+    let metadata = yaml.lookup(root, &["metadata"]);
+    let mut head = |s: &str| {
+        if s == "spec:" {
+            for key in ["labels", "annotations"] {
+                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
+                    let start = yaml.node(k).span.start;
+                    let column = " ".repeat(start - yaml.line_start(start));
+                    copy_entry_nodes(yaml, k, v, &column, &mut |t: &str| line(t));
+                }
+            }
+        }
+        line(s);
+    };
+    layer_document_head(yaml, root, name, &why, &mut head);
+    let depends_on = |line: &mut dyn FnMut(&str)| {
+        line(&format!("{indent}dependsOn:"));
+        line(&format!(
+            "{indent}{indent}- name: {}",
+            edit::scalar_text(&layer.id.name)
+        ));
+        line(&format!("{indent}wait: false"));
+    };
+    let (mut done_path, mut done_wait) = (false, false);
+    let entries = match spec.map(|s| yaml.node(s).kind) {
+        Some(NodeKind::Mapping { entries, .. }) => entries,
+        _ => &[],
+    };
+    for &(k, v) in entries {
+        match yaml.scalar(k).unwrap_or_default() {
+            "path" => {
+                line(&format!("{indent}path: {}", edit::scalar_text(path)));
+                done_path = true;
+            }
+            "wait" => {
+                depends_on(&mut line);
+                done_wait = true;
+            }
+            key if CARRIED.contains(&key) => copy_entry_nodes(yaml, k, v, &indent, &mut line),
+            _ => {}
+        }
     }
-    line(&format!("{indent}path: {}", edit::scalar_text(path)));
-    for key in &copied[3..] {
-        copy_entry(yaml, spec, key, &indent, &mut line);
+    if !done_path {
+        line(&format!("{indent}path: {}", edit::scalar_text(path)));
     }
-    line(&format!("{indent}dependsOn:"));
-    line(&format!(
-        "{indent}{indent}- name: {}",
-        edit::scalar_text(&layer.id.name)
-    ));
-    line(&format!("{indent}wait: false"));
-    // The old layer's prune setting, as it was (absent: Flux's default, false).
-    copy_entry(yaml, spec, "prune", &indent, &mut line);
+    if !done_wait {
+        depends_on(&mut line);
+    }
     out
+}
+
+/// Settings of the old layer a move cannot carry as they are: `components` (paths relative to
+/// the old path, and they may patch the instance) and `patches` without a `target` (they would
+/// fail in a layer that does not hold what they patch).
+fn uncarried_settings(model: &Model, layer: &Layer) -> Result<(), String> {
+    let obj = model.object(layer.object.ok_or("the layer has no object to edit")?);
+    let file = model.repo.file(obj.file);
+    let yaml = &file.yaml;
+    let at = |n: NodeId| format!("{}:{}", file.path, yaml.line_of(yaml.node(n).span.start));
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
+        if !yaml.items(list).is_empty() {
+            return Err(format!(
+                "{}: spec.components of {} may patch the instance and name paths relative to its path; fluxmend does not carry components into the new layer",
+                at(list),
+                layer.id
+            ));
+        }
+    }
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "patches"]) {
+        if let Some(&item) = yaml
+            .items(list)
+            .iter()
+            .find(|&&i| yaml.lookup(i, &["target"]).is_none())
+        {
+            return Err(format!(
+                "{}: a spec.patches entry without a target would fail in the new layer, which holds only the instance",
+                at(item)
+            ));
+        }
+    }
+    Ok(())
 }

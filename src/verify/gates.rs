@@ -57,6 +57,8 @@ pub enum Gate {
     Yaml,
     /// The built-in model renders the same objects, and no new error appears.
     Render,
+    /// Every object is applied in the same context (cluster, identity, substitution, …).
+    ApplyContext,
     /// The rule no longer reports the finding.
     Convergence,
     /// A real kustomize renders the same objects.
@@ -70,6 +72,7 @@ impl fmt::Display for Gate {
         f.write_str(match self {
             Gate::Yaml => "YAML gate",
             Gate::Render => "render gate",
+            Gate::ApplyContext => "apply-context gate",
             Gate::Convergence => "convergence",
             Gate::Kustomize => "kustomize gate",
             Gate::Transition => "transition gate",
@@ -130,6 +133,8 @@ pub fn builtin_gate(
                 .to_string();
             let gate = if reason.starts_with("convergence") {
                 Gate::Convergence
+            } else if reason.starts_with("apply-context gate") {
+                Gate::ApplyContext
             } else if reason.starts_with("transition gate") {
                 Gate::Transition
             } else if reason.starts_with("YAML") {

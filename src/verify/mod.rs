@@ -17,6 +17,7 @@ use crate::parse::{Value, YamlFile};
 use crate::rollout::{self, Consequence, PRUNE_DISABLED};
 use crate::rules::{self, Finding};
 
+pub mod context;
 pub mod gates;
 pub mod kustomize;
 pub mod yaml;
@@ -194,6 +195,9 @@ fn check(
             d.file, d.message
         ));
     }
+    // Apply-context gate: every object is applied as before (cluster, identity, substitution,
+    // decryption, prune/force/deletion policy, suspension, health expressions).
+    context::check(model, &after)?;
     // Convergence: the rules no longer report these findings (same rule, layer, object and place
     // file: in a fleet, other clusters have findings with the same names).
     let mut rerun: Vec<&str> = findings.iter().map(|f| f.rule).collect();
