@@ -503,26 +503,25 @@ fn uncarried_settings(model: &Model, layer: &Layer) -> Result<(), String> {
     let file = model.repo.file(obj.file);
     let yaml = &file.yaml;
     let at = |n: NodeId| format!("{}:{}", file.path, yaml.line_of(yaml.node(n).span.start));
-    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
-        if !yaml.items(list).is_empty() {
-            return Err(format!(
-                "{}: spec.components of {} may patch the instance and name paths relative to its path; fluxmend does not carry components into the new layer",
-                at(list),
-                layer.id
-            ));
-        }
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"])
+        && !yaml.items(list).is_empty()
+    {
+        return Err(format!(
+            "{}: spec.components of {} may patch the instance and name paths relative to its path; fluxmend does not carry components into the new layer",
+            at(list),
+            layer.id
+        ));
     }
-    if let Some(list) = yaml.lookup(obj.root, &["spec", "patches"]) {
-        if let Some(&item) = yaml
-            .items(list)
-            .iter()
-            .find(|&&i| yaml.lookup(i, &["target"]).is_none())
-        {
-            return Err(format!(
-                "{}: a spec.patches entry without a target would fail in the new layer, which holds only the instance",
-                at(item)
-            ));
-        }
+    if let Some(&item) = yaml
+        .lookup(obj.root, &["spec", "patches"])
+        .iter()
+        .flat_map(|&list| yaml.items(list))
+        .find(|&&i| yaml.lookup(i, &["target"]).is_none())
+    {
+        return Err(format!(
+            "{}: a spec.patches entry without a target would fail in the new layer, which holds only the instance",
+            at(item)
+        ));
     }
     Ok(())
 }
