@@ -18,6 +18,7 @@ const CASES: &[&str] = &[
     "fm001-inline",
     "fm001-healthchecks",
     "fm001-prune-off",
+    "fm001-app-folder",
 ];
 
 #[test]
@@ -300,4 +301,37 @@ fn a_flux_instance_helm_release_is_found_too() {
             .contains("owns the root source GitRepository/flux-system/flux-system"),
         "{finding}"
     );
+}
+
+/// The app-folder layout: the instance's chart source and alert rule count as the instance's,
+/// so its layer is dedicated and gets `wait: false`; a workload beside them (negative control)
+/// makes the layer shared again, and the fix no longer drops the layer's wait.
+#[test]
+fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
+    let fix_description = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        let finding = &report["findings"][0];
+        assert_eq!(finding["rule"], "FM001", "{report}");
+        assert_eq!(finding["layer"]["name"], "flux-instance", "{report}");
+        finding["fix"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let dedicated = fix_description(&fixture("fm001-app-folder", "before"));
+    assert!(
+        dedicated.starts_with("set wait: false on flux-system/flux-instance")
+            && dedicated.contains("OCIRepository/flux-system/flux-instance")
+            && dedicated.contains("PrometheusRule/flux-system/flux-instance-rules"),
+        "{dedicated}"
+    );
+    let repo = TempRepo::copy_of(&fixture("fm001-app-folder", "before"));
+    let app = "kubernetes/apps/flux-system/flux-instance/app";
+    repo.write(
+        &format!("{app}/dashboard.yaml"),
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: flux-dashboard\nspec:\n  selector:\n    matchLabels:\n      app: flux-dashboard\n  template:\n    metadata:\n      labels:\n        app: flux-dashboard\n    spec:\n      containers:\n        - name: ui\n          image: ghcr.io/example/flux-dashboard:1.0.0\n",
+    )
+    .append(&format!("{app}/kustomization.yaml"), "  - ./dashboard.yaml\n");
+    let shared = fix_description(repo.path());
+    assert!(!shared.starts_with("set wait: false"), "{shared}");
 }

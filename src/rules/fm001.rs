@@ -97,11 +97,56 @@ fn naming_health_checks<'l>(
         .collect()
 }
 
+/// Whether a variant applies only FluxInstances and what belongs to them: their Namespace, the
+/// chart sources their HelmReleases read, and objects that only watch or notify (alert rules,
+/// monitors, notification receivers, alerts and providers) — nothing whose health another
+/// object consumes, so `wait: false` there loses no gate anyone relies on.
 fn is_dedicated(variant: &Variant, model: &Model) -> bool {
-    variant
+    let instances: Vec<&Rendered> = variant
         .inventory
         .iter()
-        .all(|r| model.is_flux_instance(r.object) || r.key.kind == "Namespace")
+        .filter(|r| model.is_flux_instance(r.object))
+        .collect();
+    variant.inventory.iter().all(|r| {
+        model.is_flux_instance(r.object)
+            || r.key.kind == "Namespace"
+            || WATCHERS.contains(&(r.key.group(), r.key.kind.as_ref()))
+            || instances.iter().any(|i| reads_chart_from(model, i, r))
+    })
+}
+
+/// Kinds that only watch or notify: they gate nothing and nobody waits for their health.
+const WATCHERS: &[(&str, &str)] = &[
+    ("monitoring.coreos.com", "PrometheusRule"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PodMonitor"),
+    ("notification.toolkit.fluxcd.io", "Receiver"),
+    ("notification.toolkit.fluxcd.io", "Alert"),
+    ("notification.toolkit.fluxcd.io", "Provider"),
+];
+
+/// Whether the instance (a HelmRelease) reads its chart from `source`: its `chartRef`, or its
+/// `chart.spec.sourceRef` (namespace defaulting to the release's).
+fn reads_chart_from(model: &Model, instance: &Rendered, source: &Rendered) -> bool {
+    if source.key.group() != "source.toolkit.fluxcd.io" {
+        return false;
+    }
+    let obj = model.object(instance.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let scalar = |keys: &[&str]| yaml.lookup(obj.root, keys).and_then(|n| yaml.scalar(n));
+    [
+        ["spec", "chartRef"].as_slice(),
+        ["spec", "chart", "spec", "sourceRef"].as_slice(),
+    ]
+    .iter()
+    .any(|base| {
+        let at = |k: &str| scalar(&[base, &[k][..]].concat());
+        at("kind") == Some(source.key.kind.as_ref())
+            && at("name") == Some(source.key.name.as_ref())
+            && at("namespace")
+                .or(instance.key.namespace.as_deref())
+                .is_none_or(|ns| source.key.namespace.as_deref() == Some(ns))
+    })
 }
 
 fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -> Finding {
@@ -247,9 +292,22 @@ fn plan_fix(
         if let Some(list) = file.yaml.lookup(obj.root, &["spec", "healthChecks"]) {
             remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
         }
+        let mut companions: Vec<String> = gated
+            .iter()
+            .flat_map(|(v, _)| v.inventory.iter())
+            .filter(|r| !model.is_flux_instance(r.object) && r.key.kind != "Namespace")
+            .map(|r| r.key.to_string())
+            .collect();
+        companions.sort();
+        companions.dedup();
+        let with = if companions.is_empty() {
+            String::new()
+        } else {
+            format!(" and what belongs to it ({})", companions.join(", "))
+        };
         return Ok(Fix::new(
             format!(
-                "set wait: false on {}, which is dedicated to the FluxInstance",
+                "set wait: false on {}, which is dedicated to the FluxInstance{with}",
                 layer.id
             ),
             TRADEOFF,
