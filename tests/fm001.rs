@@ -19,6 +19,7 @@ const CASES: &[&str] = &[
     "fm001-healthchecks",
     "fm001-prune-off",
     "fm001-app-folder",
+    "fm001-carried-settings",
 ];
 
 #[test]
@@ -334,4 +335,55 @@ fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
     .append(&format!("{app}/kustomization.yaml"), "  - ./dashboard.yaml\n");
     let shared = fix_description(repo.path());
     assert!(!shared.starts_with("set wait: false"), "{shared}");
+}
+
+/// The settings of the old layer reach the new one, and a cluster overlay's patch of the old
+/// layer by name is named as not carried; without that patch (negative control) nothing is
+/// said to be left behind.
+#[test]
+fn carried_settings_and_what_is_not_carried_are_said() {
+    let description = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        report["findings"][0]["fix"]["description"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a fix: {report}"))
+            .to_string()
+    };
+    let with_overlay = description(&fixture("fm001-carried-settings", "before"));
+    assert!(
+        with_overlay.contains(
+            "not carried: the patch at clusters/prod-eu/kustomization.yaml:10 of flux-system/infrastructure-controllers"
+        ),
+        "{with_overlay}"
+    );
+    let repo = TempRepo::copy_of(&fixture("fm001-carried-settings", "before"));
+    let k = repo.read("clusters/prod-eu/kustomization.yaml");
+    let cut = k.find("patches:").unwrap();
+    repo.write("clusters/prod-eu/kustomization.yaml", &k[..cut]);
+    let without_overlay = description(repo.path());
+    assert!(
+        !without_overlay.contains("not carried"),
+        "{without_overlay}"
+    );
+    let new_layer = std::fs::read_to_string(
+        fixture("fm001-carried-settings", "after").join("clusters/prod-eu/flux-instance.yaml"),
+    )
+    .unwrap();
+    for setting in [
+        "platform.example.net/tier: controllers",
+        "platform.example.net/owner: team-platform",
+        "serviceAccountName: kustomize-controller",
+        "decryption:",
+        "cluster_name: prod-eu",
+        "commonMetadata:",
+        "patches:",
+        "force: false",
+        "deletionPolicy: Orphan",
+        "prune: false",
+    ] {
+        assert!(
+            new_layer.contains(setting),
+            "{setting} not carried:\n{new_layer}"
+        );
+    }
 }
