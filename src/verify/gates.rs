@@ -4,7 +4,8 @@
 //! 1. **YAML** ([`super::yaml`]): each fix alone, then the combination — every edited file means
 //!    exactly what its edits intend.
 //! 2. **builtin** ([`super::plan`]): re-model the changed repository; the same rendered objects
-//!    (render gate), no new error, and the rule no longer finds it (convergence).
+//!    (render gate), applied in the same context (apply-context gate), no new error, and the
+//!    rule no longer finds it (convergence).
 //! 3. **kustomize** ([`super::kustomize`]): a real kustomize renders the affected layers the
 //!    same before and after.
 //!

@@ -2,7 +2,9 @@
 //! changed file; the render gate re-models the changed repository and requires every object
 //! rendered before to be rendered after, as often and with identical content (a phase that
 //! protects objects may add exactly its `prune: disabled` annotation), and the finding to be gone
-//! or, for a first phase, to move on to its next phase (convergence); the transition gate plays
+//! or, for a first phase, to move on to its next phase (convergence); the apply-context gate
+//! ([`context`]) requires every object to be applied as before (cluster, identity,
+//! substitution, decryption, prune/force/deletion policy, suspension, health expressions); the transition gate plays
 //! the change through Flux's reconcile ([`crate::rollout`]) and refuses one that deletes a live
 //! object on the way. A fix that fails a gate is dropped; its finding stays, with the reason.
 
