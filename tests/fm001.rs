@@ -387,3 +387,40 @@ fn carried_settings_and_what_is_not_carried_are_said() {
         );
     }
 }
+
+/// `spec.components` on the old layer: they may patch the instance and name paths relative to
+/// the old path, which the move does not re-root, so the fix is refused and says why — while
+/// the same layout without them is fixed (negative control).
+#[test]
+fn components_on_the_old_layer_are_refused_with_the_reason() {
+    let repo = TempRepo::copy_of(&fixture("fm001-prune-off", "before"));
+    let (_, plain) = repo.check_json(&[]);
+    assert!(plain["findings"][0]["rule"] == "FM001", "{plain}");
+    let layer = "clusters/prod-eu/infrastructure-controllers.yaml";
+    let text = repo.read(layer);
+    repo.write(
+        layer,
+        text.replacen(
+            "  path: ./infrastructure/controllers\n",
+            "  path: ./infrastructure/controllers\n  components:\n    - ../components/tls\n",
+            1,
+        ),
+    )
+    .write(
+        "infrastructure/components/tls/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  platform.example.net/tls: strict\n",
+    );
+    let fixed = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        report["findings"][0].clone()
+    };
+    let before = fixed(&fixture("fm001-prune-off", "before"));
+    assert!(before["fix"].is_object(), "{before}");
+    let with_components = fixed(repo.path());
+    assert!(with_components["fix"].is_null(), "{with_components}");
+    let reason = with_components["no_fix_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("spec.components") && reason.contains(layer),
+        "{reason}"
+    );
+}
