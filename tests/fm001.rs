@@ -418,7 +418,9 @@ fn components_on_the_old_layer_are_refused_with_the_reason() {
     assert!(before["fix"].is_object(), "{before}");
     let with_components = fixed(repo.path());
     assert!(with_components["fix"].is_null(), "{with_components}");
-    let reason = with_components["no_fix_reason"].as_str().unwrap_or_default();
+    let reason = with_components["no_fix_reason"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         reason.contains("spec.components") && reason.contains(layer),
         "{reason}"

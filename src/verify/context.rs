@@ -5,6 +5,7 @@
 //! which layer applies an object and its `wait`; nothing else about how it is applied.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::model::{Layer, Model};
 use crate::parse::Value;
@@ -52,10 +53,11 @@ fn context(model: &Model, layer: &Layer) -> Context {
 }
 
 /// Per (cluster, object), every context it is applied in, with a layer that applies it so.
-fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Context, String>> {
-    let mut out: BTreeMap<(usize, String), BTreeMap<Context, String>> = BTreeMap::new();
+/// A layer's context is built once and shared by its objects.
+fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> {
+    let mut out: BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> = BTreeMap::new();
     for (_, layer) in model.live_layers() {
-        let ctx = context(model, layer);
+        let ctx = Rc::new(context(model, layer));
         for (_, r) in layer.inventory() {
             out.entry((layer.cluster, r.key.to_string()))
                 .or_default()
@@ -110,7 +112,7 @@ pub fn check(before: &Model, after: &Model) -> Result<(), String> {
             (Some(_), None) => ("context", "one of its layers".into(), "gone".into()),
             _ => ("context", "as before".into(), "one more layer".into()),
         };
-        let by = |e: Option<(&Context, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
+        let by = |e: Option<(&Rc<Context>, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
         return Err(format!(
             "apply-context gate: {} would be applied with {field} {new} (by {}) instead of {old} (by {})",
             key.1,
