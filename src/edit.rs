@@ -173,7 +173,18 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
         });
     }
     let start = if idx > 0 {
-        attached_comments_start(text, line_start, &text[line_start..dash])
+        let others: Vec<String> = items
+            .iter()
+            .filter(|&&i| i != item)
+            .filter_map(|&i| item_name(file, i))
+            .collect();
+        comment_about(
+            text,
+            attached_comments_start(text, line_start, &text[line_start..dash]),
+            line_start,
+            item_name(file, item).as_deref(),
+            &others,
+        )
     } else {
         line_start
     };
@@ -198,6 +209,66 @@ fn attached_comments_start(text: &str, line_start: usize, indent: &str) -> usize
         start = prev_start;
     }
     start
+}
+
+/// The name an item goes by in comments: for a path (`./flux-instance/ks.yaml`,
+/// `flux-instance/`) its last segment that says what it is (not `ks`, `kustomization`, `app`),
+/// without extension; for a mapping its `name`. Lowercase letters and digits only, so that
+/// `FluxInstance` names `flux-instance/`.
+fn item_name(file: &YamlFile, item: NodeId) -> Option<String> {
+    let text = file
+        .scalar(item)
+        .or_else(|| file.lookup(item, &["name"]).and_then(|n| file.scalar(n)))?;
+    let segment = text
+        .split('/')
+        .map(|s| {
+            s.strip_suffix(".yaml")
+                .or_else(|| s.strip_suffix(".yml"))
+                .unwrap_or(s)
+        })
+        .rfind(|s| !matches!(*s, "" | "." | ".." | "ks" | "kustomization" | "app"))?;
+    let name = squash(segment);
+    (name.len() >= 3).then_some(name)
+}
+
+/// Lowercase letters and digits of `s`.
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// Where the comment that goes with an item starts within the comment block
+/// `[block, item_line)` attached to it (same indentation, no blank line between). The block is
+/// about the item when it names it (see [`item_name`]): it goes from its first line that does.
+/// A block that names another entry of the list and not this one is about that entry, or the
+/// list: it stays whole (returns `item_line`). A block that names no entry heads what follows
+/// it and goes with it.
+fn comment_about(
+    text: &str,
+    block: usize,
+    item_line: usize,
+    name: Option<&str>,
+    others: &[String],
+) -> usize {
+    let lines = || {
+        let mut at = block;
+        std::iter::from_fn(move || {
+            (at < item_line).then(|| {
+                let start = at;
+                at = after_line(text, at).min(item_line);
+                (start, squash(&text[start..at]))
+            })
+        })
+    };
+    if let Some(name) = name
+        && let Some((start, _)) = lines().find(|(_, l)| l.contains(name))
+    {
+        return start;
+    }
+    let names_other = lines().any(|(_, l)| others.iter().any(|o| l.contains(o.as_str())));
+    if names_other { item_line } else { block }
 }
 
 /// End of the line holding `offset`, before its line break.
@@ -549,4 +620,98 @@ pub fn value_block_lines(value: &Value, indent: usize) -> Vec<String> {
         other => out.push(format!("{pad}{}", value_flow_text(other))),
     }
     out
+}
+
+#[cfg(test)]
+mod comment_tests {
+    use super::*;
+
+    /// `text` after removing the `resources` item whose value is `value`.
+    fn without(text: &str, value: &str) -> String {
+        let (file, err) = YamlFile::parse(text);
+        assert!(err.is_none(), "{err:?}");
+        let root = file.docs[0].root;
+        let list = file.lookup(root, &["resources"]).expect("resources");
+        let item = *file
+            .items(list)
+            .iter()
+            .find(|&&i| file.scalar(i) == Some(value))
+            .expect("the item");
+        apply(text, &[remove_item(&file, list, item).expect("removable")]).expect("applies")
+    }
+
+    const HEAD: &str = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cert-manager/\n  - flux-operator/\n";
+
+    #[test]
+    fn a_comment_naming_the_item_goes_with_it_even_when_it_mentions_others() {
+        let text = format!(
+            "{HEAD}  # The FluxInstance that owns Flux. It is reconciled by flux-operator\n  # (listed above), so it must come with the controllers.\n  - flux-instance/\n  - hcloud-ccm/\n"
+        );
+        assert_eq!(
+            without(&text, "flux-instance/"),
+            format!("{HEAD}  - hcloud-ccm/\n")
+        );
+    }
+
+    #[test]
+    fn lines_above_the_first_naming_the_item_stay() {
+        let text = format!(
+            "{HEAD}  # Keep this list in step with the docker provider.\n  # flux-instance: the FluxInstance.\n  - flux-instance/\n"
+        );
+        assert_eq!(
+            without(&text, "flux-instance/"),
+            format!("{HEAD}  # Keep this list in step with the docker provider.\n")
+        );
+    }
+
+    #[test]
+    fn a_comment_about_another_entry_stays() {
+        let text = format!(
+            "{HEAD}  # Prod-only: a policy on top of cert-manager (listed above).\n  - flux-instance/\n  - hcloud-ccm/\n"
+        );
+        assert_eq!(
+            without(&text, "flux-instance/"),
+            format!(
+                "{HEAD}  # Prod-only: a policy on top of cert-manager (listed above).\n  - hcloud-ccm/\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_comment_separated_by_a_blank_line_stays() {
+        let text = format!(
+            "{HEAD}  # Controllers of this provider.\n\n  - flux-instance/\n  - hcloud-ccm/\n"
+        );
+        assert_eq!(
+            without(&text, "flux-instance/"),
+            format!("{HEAD}  # Controllers of this provider.\n\n  - hcloud-ccm/\n")
+        );
+    }
+
+    #[test]
+    fn a_heading_that_names_no_entry_goes_with_the_item_below_it() {
+        let text = format!("{HEAD}  # Actions runners.\n  - runner-a.yaml\n  - hcloud-ccm/\n");
+        assert_eq!(
+            without(&text, "runner-a.yaml"),
+            format!("{HEAD}  - hcloud-ccm/\n")
+        );
+    }
+
+    #[test]
+    fn item_names_skip_what_does_not_say_what_it_is() {
+        let (file, _) = YamlFile::parse(
+            "- ./flux-instance/ks.yaml\n- ../../bases/cilium/app/\n- a/\n- name: FluxInstance\n",
+        );
+        let items = file.items(file.docs[0].root).to_vec();
+        let names: Vec<_> = items.iter().map(|&i| item_name(&file, i)).collect();
+        assert_eq!(
+            names,
+            [
+                Some("fluxinstance".to_string()),
+                Some("cilium".to_string()),
+                None,
+                Some("fluxinstance".to_string())
+            ]
+        );
+    }
 }

@@ -18,6 +18,8 @@ const CASES: &[&str] = &[
     "fm001-inline",
     "fm001-healthchecks",
     "fm001-prune-off",
+    "fm001-app-folder",
+    "fm001-carried-settings",
 ];
 
 #[test]
@@ -299,5 +301,128 @@ fn a_flux_instance_helm_release_is_found_too() {
             .unwrap()
             .contains("owns the root source GitRepository/flux-system/flux-system"),
         "{finding}"
+    );
+}
+
+/// The app-folder layout: the instance's chart source and alert rule count as the instance's,
+/// so its layer is dedicated and gets `wait: false`; a workload beside them (negative control)
+/// makes the layer shared again, and the fix no longer drops the layer's wait.
+#[test]
+fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
+    let fix_description = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        let finding = &report["findings"][0];
+        assert_eq!(finding["rule"], "FM001", "{report}");
+        assert_eq!(finding["layer"]["name"], "flux-instance", "{report}");
+        finding["fix"]["description"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let dedicated = fix_description(&fixture("fm001-app-folder", "before"));
+    assert!(
+        dedicated.starts_with("set wait: false on flux-system/flux-instance")
+            && dedicated.contains("OCIRepository/flux-system/flux-instance")
+            && dedicated.contains("PrometheusRule/flux-system/flux-instance-rules"),
+        "{dedicated}"
+    );
+    let repo = TempRepo::copy_of(&fixture("fm001-app-folder", "before"));
+    let app = "kubernetes/apps/flux-system/flux-instance/app";
+    repo.write(
+        &format!("{app}/dashboard.yaml"),
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: flux-dashboard\nspec:\n  selector:\n    matchLabels:\n      app: flux-dashboard\n  template:\n    metadata:\n      labels:\n        app: flux-dashboard\n    spec:\n      containers:\n        - name: ui\n          image: ghcr.io/example/flux-dashboard:1.0.0\n",
+    )
+    .append(&format!("{app}/kustomization.yaml"), "  - ./dashboard.yaml\n");
+    let shared = fix_description(repo.path());
+    assert!(!shared.starts_with("set wait: false"), "{shared}");
+}
+
+/// The settings of the old layer reach the new one, and a cluster overlay's patch of the old
+/// layer by name is named as not carried; without that patch (negative control) nothing is
+/// said to be left behind.
+#[test]
+fn carried_settings_and_what_is_not_carried_are_said() {
+    let description = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        report["findings"][0]["fix"]["description"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a fix: {report}"))
+            .to_string()
+    };
+    let with_overlay = description(&fixture("fm001-carried-settings", "before"));
+    assert!(
+        with_overlay.contains(
+            "not carried: the patch at clusters/prod-eu/kustomization.yaml:10 of flux-system/infrastructure-controllers"
+        ),
+        "{with_overlay}"
+    );
+    let repo = TempRepo::copy_of(&fixture("fm001-carried-settings", "before"));
+    let k = repo.read("clusters/prod-eu/kustomization.yaml");
+    let cut = k.find("patches:").unwrap();
+    repo.write("clusters/prod-eu/kustomization.yaml", &k[..cut]);
+    let without_overlay = description(repo.path());
+    assert!(
+        !without_overlay.contains("not carried"),
+        "{without_overlay}"
+    );
+    let new_layer = std::fs::read_to_string(
+        fixture("fm001-carried-settings", "after").join("clusters/prod-eu/flux-instance.yaml"),
+    )
+    .unwrap();
+    for setting in [
+        "platform.example.net/tier: controllers",
+        "platform.example.net/owner: team-platform",
+        "serviceAccountName: kustomize-controller",
+        "decryption:",
+        "cluster_name: prod-eu",
+        "commonMetadata:",
+        "patches:",
+        "force: false",
+        "deletionPolicy: Orphan",
+        "prune: false",
+    ] {
+        assert!(
+            new_layer.contains(setting),
+            "{setting} not carried:\n{new_layer}"
+        );
+    }
+}
+
+/// `spec.components` on the old layer: they may patch the instance and name paths relative to
+/// the old path, which the move does not re-root, so the fix is refused and says why — while
+/// the same layout without them is fixed (negative control).
+#[test]
+fn components_on_the_old_layer_are_refused_with_the_reason() {
+    let repo = TempRepo::copy_of(&fixture("fm001-prune-off", "before"));
+    let (_, plain) = repo.check_json(&[]);
+    assert!(plain["findings"][0]["rule"] == "FM001", "{plain}");
+    let layer = "clusters/prod-eu/infrastructure-controllers.yaml";
+    let text = repo.read(layer);
+    repo.write(
+        layer,
+        text.replacen(
+            "  path: ./infrastructure/controllers\n",
+            "  path: ./infrastructure/controllers\n  components:\n    - ../components/tls\n",
+            1,
+        ),
+    )
+    .write(
+        "infrastructure/components/tls/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  platform.example.net/tls: strict\n",
+    );
+    let fixed = |root: &Path| {
+        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        report["findings"][0].clone()
+    };
+    let before = fixed(&fixture("fm001-prune-off", "before"));
+    assert!(before["fix"].is_object(), "{before}");
+    let with_components = fixed(repo.path());
+    assert!(with_components["fix"].is_null(), "{with_components}");
+    let reason = with_components["no_fix_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("spec.components") && reason.contains(layer),
+        "{reason}"
     );
 }

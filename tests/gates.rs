@@ -9,7 +9,7 @@
 mod common;
 
 use common::{TempRepo, command_args};
-use fluxmend::edit::{Changeset, TextEdit};
+use fluxmend::edit::{Changeset, FileOp, TextEdit};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
 use fluxmend::rules::{Finding, Fix};
@@ -544,4 +544,149 @@ fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
             .starts_with("phase 2 of 2")
     );
     gates::builtin_gate(&protected, &pmodel, &options, pf).expect("phase 2 passes");
+}
+
+/// The apply-context gate: the layout with `settings` added to the `apps` layer's spec. The
+/// rule's own fix carries them into the new layer and passes the builtin gates; a planted fix
+/// that is the rule's fix with `planted` applied to the new layer's text (a setting dropped or
+/// changed) is refused by the apply-context gate, naming `field`.
+fn expect_apply_context_refusal(settings: &str, field: &str, planted: impl Fn(&str) -> String) {
+    let dir = layout();
+    dir.write(
+        "clusters/prod/apps.yaml",
+        APPS_LAYER_HEAD.to_string() + settings + APPS_LAYER_TAIL,
+    );
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = s.finding(&model);
+    gates::builtin_gate(&s.repo, &model, &s.options, &finding)
+        .unwrap_or_else(|e| panic!("the rule's own fix carries {field}: {e}"));
+    let fix = finding.fix.as_ref().unwrap();
+    let new_layer = "clusters/prod/flux-instance.yaml";
+    let Some(FileOp::Create(text)) = fix.changes.files.get(new_layer) else {
+        panic!(
+            "the fix creates {new_layer}: {:?}",
+            fix.changes.files.keys()
+        );
+    };
+    assert!(
+        text.contains(&format!("  {field}:")),
+        "the new layer carries {field}:\n{text}"
+    );
+    let wrong = planted(text);
+    assert_ne!(&wrong, text, "the planted change changes the new layer");
+    let mut bad = finding.clone();
+    let mut changes = fix.changes.clone();
+    changes
+        .files
+        .insert(new_layer.to_string(), FileOp::Create(wrong));
+    bad.fix = Some(Fix::new("a deliberately wrong fix".into(), "none", changes));
+    expect_gate(
+        gates::builtin_gate(&s.repo, &model, &s.options, &bad),
+        Gate::ApplyContext,
+        &[
+            field,
+            "FluxInstance/flux-system/flux",
+            "by flux-system/flux-instance",
+        ],
+    );
+}
+
+const APPS_LAYER_HEAD: &str = "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps
+";
+
+const APPS_LAYER_TAIL: &str = "  wait: true
+  dependsOn:
+    - name: infra
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+";
+
+/// `settings` dropped from the new layer's text.
+fn without(settings: &'static str) -> impl Fn(&str) -> String {
+    move |text| text.replacen(settings, "", 1)
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_kube_config() {
+    let s = "  prune: true\n  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n";
+    expect_apply_context_refusal(
+        s,
+        "kubeConfig",
+        without("  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n"),
+    );
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_service_account() {
+    let s = "  prune: true\n  serviceAccountName: deployer\n";
+    expect_apply_context_refusal(
+        s,
+        "serviceAccountName",
+        without("  serviceAccountName: deployer\n"),
+    );
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_post_build() {
+    let s = "  prune: true\n  postBuild:\n    substitute:\n      cluster: prod\n";
+    expect_apply_context_refusal(
+        s,
+        "postBuild",
+        without("  postBuild:\n    substitute:\n      cluster: prod\n"),
+    );
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_decryption() {
+    let s =
+        "  prune: true\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n";
+    expect_apply_context_refusal(
+        s,
+        "decryption",
+        without("  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n"),
+    );
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_prune() {
+    expect_apply_context_refusal("  prune: true\n", "prune", without("  prune: true\n"));
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_force() {
+    let s = "  prune: true\n  force: true\n";
+    expect_apply_context_refusal(s, "force", without("  force: true\n"));
+}
+
+#[test]
+fn apply_context_gate_catches_a_dropped_deletion_policy() {
+    let s = "  prune: true\n  deletionPolicy: Orphan\n";
+    expect_apply_context_refusal(s, "deletionPolicy", without("  deletionPolicy: Orphan\n"));
+}
+
+#[test]
+fn apply_context_gate_catches_a_changed_suspension() {
+    let s = "  prune: true\n  suspend: false\n";
+    expect_apply_context_refusal(s, "suspend", |text| {
+        text.replacen("  suspend: false\n", "  suspend: true\n", 1)
+    });
+}
+
+#[test]
+fn apply_context_gate_catches_dropped_health_check_exprs() {
+    let exprs = "  healthCheckExprs:\n    - apiVersion: v1\n      kind: ConfigMap\n      current: \"true\"\n";
+    let s = format!("  prune: true\n{exprs}");
+    expect_apply_context_refusal(&s, "healthCheckExprs", move |text| {
+        text.replacen(exprs, "", 1)
+    });
 }

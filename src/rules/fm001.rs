@@ -7,12 +7,12 @@ use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
 use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
-use crate::parse::{NodeId, YamlFile};
+use crate::parse::{NodeId, NodeKind, YamlFile};
 
 use super::layer_split::{
-    bringing_entry, copy_entry, entry_location, free_name, layer_document_head, needs_protection,
-    prefix, protect_first, register, relative_below, remove_items, remove_resource_entry,
-    second_phase, spec_indent,
+    CARRIED, bringing_entry, copy_entry_nodes, entry_location, free_name, layer_document_head,
+    needs_protection, prefix, protect_first, register, relative_below, remove_items,
+    remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -97,11 +97,56 @@ fn naming_health_checks<'l>(
         .collect()
 }
 
+/// Whether a variant applies only FluxInstances and what belongs to them: their Namespace, the
+/// chart sources their HelmReleases read, and objects that only watch or notify (alert rules,
+/// monitors, notification receivers, alerts and providers) — nothing whose health another
+/// object consumes, so `wait: false` there loses no gate anyone relies on.
 fn is_dedicated(variant: &Variant, model: &Model) -> bool {
-    variant
+    let instances: Vec<&Rendered> = variant
         .inventory
         .iter()
-        .all(|r| model.is_flux_instance(r.object) || r.key.kind == "Namespace")
+        .filter(|r| model.is_flux_instance(r.object))
+        .collect();
+    variant.inventory.iter().all(|r| {
+        model.is_flux_instance(r.object)
+            || r.key.kind == "Namespace"
+            || WATCHERS.contains(&(r.key.group(), r.key.kind.as_ref()))
+            || instances.iter().any(|i| reads_chart_from(model, i, r))
+    })
+}
+
+/// Kinds that only watch or notify: they gate nothing and nobody waits for their health.
+const WATCHERS: &[(&str, &str)] = &[
+    ("monitoring.coreos.com", "PrometheusRule"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PodMonitor"),
+    ("notification.toolkit.fluxcd.io", "Receiver"),
+    ("notification.toolkit.fluxcd.io", "Alert"),
+    ("notification.toolkit.fluxcd.io", "Provider"),
+];
+
+/// Whether the instance (a HelmRelease) reads its chart from `source`: its `chartRef`, or its
+/// `chart.spec.sourceRef` (namespace defaulting to the release's).
+fn reads_chart_from(model: &Model, instance: &Rendered, source: &Rendered) -> bool {
+    if source.key.group() != "source.toolkit.fluxcd.io" {
+        return false;
+    }
+    let obj = model.object(instance.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let scalar = |keys: &[&str]| yaml.lookup(obj.root, keys).and_then(|n| yaml.scalar(n));
+    [
+        ["spec", "chartRef"].as_slice(),
+        ["spec", "chart", "spec", "sourceRef"].as_slice(),
+    ]
+    .iter()
+    .any(|base| {
+        let at = |k: &str| scalar(&[base, &[k][..]].concat());
+        at("kind") == Some(source.key.kind.as_ref())
+            && at("name") == Some(source.key.name.as_ref())
+            && at("namespace")
+                .or(instance.key.namespace.as_deref())
+                .is_none_or(|ns| source.key.namespace.as_deref() == Some(ns))
+    })
 }
 
 fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -> Finding {
@@ -249,9 +294,22 @@ fn plan_fix(
         if let Some(list) = file.yaml.lookup(obj.root, &["spec", "healthChecks"]) {
             remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
         }
+        let mut companions: Vec<String> = gated
+            .iter()
+            .flat_map(|(v, _)| v.inventory.iter())
+            .filter(|r| !model.is_flux_instance(r.object) && r.key.kind != "Namespace")
+            .map(|r| r.key.to_string())
+            .collect();
+        companions.sort();
+        companions.dedup();
+        let with = if companions.is_empty() {
+            String::new()
+        } else {
+            format!(" and what belongs to it ({})", companions.join(", "))
+        };
         return Ok(Fix::new(
             format!(
-                "set wait: false on {}, which is dedicated to the FluxInstance",
+                "set wait: false on {}, which is dedicated to the FluxInstance{with}",
                 layer.id
             ),
             TRADEOFF,
@@ -261,6 +319,7 @@ fn plan_fix(
     // Moving the instance off a layer that prunes: the old layer reconciles the move first (the
     // new layer depends on it) and would prune the instance, and flux-operator would uninstall
     // Flux. So the instance is protected where it is first, and moved once that is applied.
+    uncarried_settings(model, layer)?;
     let unprotected = needs_protection(model, layer, gated.iter().map(|(_, r)| *r), |_| false);
     if !unprotected.is_empty() {
         return protect_first(
@@ -319,9 +378,20 @@ fn split_out(
     let path_text = format!("{}/{}", layer.path.trim_end_matches('/'), subpath);
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
     register(model, layer, &[(name.clone(), doc)], &mut changes)?;
+    let patches = patches_by_name(model, layer);
+    let not_carried = if patches.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not carried: the patch{} at {} of {} by name (review whether {name} needs the same)",
+            if patches.len() == 1 { "" } else { "es" },
+            patches.join(", "),
+            layer.id
+        )
+    };
     Ok(Fix::new(
         format!(
-            "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false)",
+            "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false){not_carried}",
             layer.id, layer.id.name
         ),
         TRADEOFF,
@@ -424,7 +494,9 @@ fn isolate_instance(
 }
 
 /// The new Kustomization document, in the old document's indentation, line ending and
-/// `apiVersion`, with the old layer's settings copied verbatim.
+/// `apiVersion`: the old layer object's labels and annotations, and every setting of its spec
+/// that decides how the instance is built and applied ([`CARRIED`]) copied verbatim in the old
+/// order, with its own `path`, `dependsOn` the old layer and `wait: false`.
 fn new_layer_document(
     yaml: &YamlFile,
     root: NodeId,
@@ -444,29 +516,126 @@ fn new_layer_document(
         "# Split out by fluxmend FM001: the FluxInstance must not be health-gated by {}.",
         layer.id.name
     );
-    layer_document_head(yaml, root, name, &why, &mut line);
-    let copied = [
-        "interval",
-        "retryInterval",
-        "timeout",
-        "sourceRef",
-        "decryption",
-        "postBuild",
-    ];
-    for key in ["interval", "retryInterval", "timeout"] {
-        copy_entry(yaml, spec, key, &indent, &mut line);
+    let metadata = yaml.lookup(root, &["metadata"]);
+    let mut head = |s: &str| {
+        if s == "spec:" {
+            for key in ["labels", "annotations"] {
+                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
+                    let start = yaml.node(k).span.start;
+                    let column = " ".repeat(start - yaml.line_start(start));
+                    copy_entry_nodes(yaml, k, v, &column, &mut |t: &str| line(t));
+                }
+            }
+        }
+        line(s);
+    };
+    layer_document_head(yaml, root, name, &why, &mut head);
+    let depends_on = |line: &mut dyn FnMut(&str)| {
+        line(&format!("{indent}dependsOn:"));
+        line(&format!(
+            "{indent}{indent}- name: {}",
+            edit::scalar_text(&layer.id.name)
+        ));
+        line(&format!("{indent}wait: false"));
+    };
+    let (mut done_path, mut done_wait) = (false, false);
+    let entries = match spec.map(|s| yaml.node(s).kind) {
+        Some(NodeKind::Mapping { entries, .. }) => entries,
+        _ => &[],
+    };
+    for &(k, v) in entries {
+        match yaml.scalar(k).unwrap_or_default() {
+            "path" => {
+                line(&format!("{indent}path: {}", edit::scalar_text(path)));
+                done_path = true;
+            }
+            "wait" => {
+                depends_on(&mut line);
+                done_wait = true;
+            }
+            key if CARRIED.contains(&key) => copy_entry_nodes(yaml, k, v, &indent, &mut line),
+            _ => {}
+        }
     }
-    line(&format!("{indent}path: {}", edit::scalar_text(path)));
-    for key in &copied[3..] {
-        copy_entry(yaml, spec, key, &indent, &mut line);
+    if !done_path {
+        line(&format!("{indent}path: {}", edit::scalar_text(path)));
     }
-    line(&format!("{indent}dependsOn:"));
-    line(&format!(
-        "{indent}{indent}- name: {}",
-        edit::scalar_text(&layer.id.name)
-    ));
-    line(&format!("{indent}wait: false"));
-    // The old layer's prune setting, as it was (absent: Flux's default, false).
-    copy_entry(yaml, spec, "prune", &indent, &mut line);
+    if !done_wait {
+        depends_on(&mut line);
+    }
     out
+}
+
+/// The `patches` entries of the kustomizations that bring the old layer object into its parent
+/// and target it by name (a cluster overlay's `timeout`, say): they do not reach the new layer,
+/// and whether they should is the overlay author's call. As `file:line`.
+fn patches_by_name(model: &Model, layer: &Layer) -> Vec<String> {
+    let (Some(obj), Some(parent)) = (layer.object, layer.applied_by) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (_, r) in model.layer(parent).inventory() {
+        if r.object != obj {
+            continue;
+        }
+        for &file in &r.chain {
+            let f = model.repo.file(file);
+            let Some(k) = model.kustomize_dirs.get(parent_of(&f.path)) else {
+                continue;
+            };
+            let Some(list) = f.yaml.lookup(k.root, &["patches"]) else {
+                continue;
+            };
+            for &item in f.yaml.items(list) {
+                let target = |key: &str| {
+                    f.yaml
+                        .lookup(item, &["target", key])
+                        .and_then(|n| f.yaml.scalar(n))
+                };
+                if target("kind").is_none_or(|k| k == "Kustomization")
+                    && target("name") == Some(layer.id.name.as_str())
+                {
+                    out.push(format!(
+                        "{}:{}",
+                        f.path,
+                        f.yaml.line_of(f.yaml.node(item).span.start)
+                    ));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Settings of the old layer a move cannot carry as they are: `components` (paths relative to
+/// the old path, and they may patch the instance) and `patches` without a `target` (they would
+/// fail in a layer that does not hold what they patch).
+fn uncarried_settings(model: &Model, layer: &Layer) -> Result<(), String> {
+    let obj = model.object(layer.object.ok_or("the layer has no object to edit")?);
+    let file = model.repo.file(obj.file);
+    let yaml = &file.yaml;
+    let at = |n: NodeId| format!("{}:{}", file.path, yaml.line_of(yaml.node(n).span.start));
+    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"])
+        && !yaml.items(list).is_empty()
+    {
+        return Err(format!(
+            "{}: spec.components of {} may patch the instance and name paths relative to its path; fluxmend does not carry components into the new layer",
+            at(list),
+            layer.id
+        ));
+    }
+    if let Some(&item) = yaml
+        .lookup(obj.root, &["spec", "patches"])
+        .iter()
+        .flat_map(|&list| yaml.items(list))
+        .find(|&&i| yaml.lookup(i, &["target"]).is_none())
+    {
+        return Err(format!(
+            "{}: a spec.patches entry without a target would fail in the new layer, which holds only the instance",
+            at(item)
+        ));
+    }
+    Ok(())
 }

@@ -15,9 +15,9 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 use super::disposable::{Analysis, Bundle, REPO_FILE};
 use super::layer_split::{
-    bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name, layer_document_head,
-    modelines, needs_protection, prefix, protect_first, register, relative_below, remove_items,
-    resources_list, second_phase, spec_indent,
+    CARRIED, bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name,
+    layer_document_head, modelines, needs_protection, prefix, protect_first, register,
+    relative_below, remove_items, resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 use crate::rollout::restarts_only;
@@ -36,29 +36,6 @@ layer when they need its objects); a red runners layer is the new, precise signa
 runner, and the old layer reports only its own objects again. Runner pods restart once when \
 their workload moves between layers; what they use is protected from the old layer's prune \
 first (in two phases) when that layer prunes.";
-
-/// Spec fields of the old layer the new one copies verbatim (in the old document's order).
-const COPIED: &[&str] = &[
-    "interval",
-    "retryInterval",
-    "timeout",
-    "sourceRef",
-    "serviceAccountName",
-    "kubeConfig",
-    "decryption",
-    "postBuild",
-    "targetNamespace",
-    "namePrefix",
-    "nameSuffix",
-    "commonMetadata",
-    "patches",
-    "images",
-    "force",
-    "deletionPolicy",
-    "prune",
-    "suspend",
-    "healthCheckExprs",
-];
 
 impl Rule for DisposableWorkloadInGatedLayer {
     fn meta(&self) -> &'static RuleMeta {
@@ -1654,7 +1631,7 @@ fn new_layer_document(
                 line(&format!("{indent}wait: true"));
                 done_wait = true;
             }
-            key if COPIED.contains(&key) => copy_entry_nodes(yaml, k, v, &indent, &mut line),
+            key if CARRIED.contains(&key) => copy_entry_nodes(yaml, k, v, &indent, &mut line),
             _ => {}
         }
     }

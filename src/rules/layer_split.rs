@@ -13,6 +13,30 @@ use crate::rollout::{PRUNE_DISABLED, prune_exempt};
 
 use super::{Fix, Phase};
 
+/// Spec fields of the old layer a new layer beside it copies verbatim (in the old document's
+/// order): everything that decides how the moved objects are built and applied.
+pub(super) const CARRIED: &[&str] = &[
+    "interval",
+    "retryInterval",
+    "timeout",
+    "sourceRef",
+    "serviceAccountName",
+    "kubeConfig",
+    "decryption",
+    "postBuild",
+    "targetNamespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonMetadata",
+    "patches",
+    "images",
+    "force",
+    "deletionPolicy",
+    "prune",
+    "suspend",
+    "healthCheckExprs",
+];
+
 /// The `resources` entry that put the object in the layer, or the document itself.
 pub(super) fn entry_location(model: &Model, r: &Rendered) -> (String, usize) {
     if let Some((file, item)) = bringing_entry(model, r, 0) {

@@ -4,7 +4,8 @@
 //! 1. **YAML** ([`super::yaml`]): each fix alone, then the combination — every edited file means
 //!    exactly what its edits intend.
 //! 2. **builtin** ([`super::plan`]): re-model the changed repository; the same rendered objects
-//!    (render gate), no new error, and the rule no longer finds it (convergence).
+//!    (render gate), applied in the same context (apply-context gate), no new error, and the
+//!    rule no longer finds it (convergence).
 //! 3. **kustomize** ([`super::kustomize`]): a real kustomize renders the affected layers the
 //!    same before and after.
 //!
@@ -57,6 +58,8 @@ pub enum Gate {
     Yaml,
     /// The built-in model renders the same objects, and no new error appears.
     Render,
+    /// Every object is applied in the same context (cluster, identity, substitution, …).
+    ApplyContext,
     /// The rule no longer reports the finding.
     Convergence,
     /// A real kustomize renders the same objects.
@@ -70,6 +73,7 @@ impl fmt::Display for Gate {
         f.write_str(match self {
             Gate::Yaml => "YAML gate",
             Gate::Render => "render gate",
+            Gate::ApplyContext => "apply-context gate",
             Gate::Convergence => "convergence",
             Gate::Kustomize => "kustomize gate",
             Gate::Transition => "transition gate",
@@ -130,6 +134,8 @@ pub fn builtin_gate(
                 .to_string();
             let gate = if reason.starts_with("convergence") {
                 Gate::Convergence
+            } else if reason.starts_with("apply-context gate") {
+                Gate::ApplyContext
             } else if reason.starts_with("transition gate") {
                 Gate::Transition
             } else if reason.starts_with("YAML") {

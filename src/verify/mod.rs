@@ -2,7 +2,9 @@
 //! changed file; the render gate re-models the changed repository and requires every object
 //! rendered before to be rendered after, as often and with identical content (a phase that
 //! protects objects may add exactly its `prune: disabled` annotation), and the finding to be gone
-//! or, for a first phase, to move on to its next phase (convergence); the transition gate plays
+//! or, for a first phase, to move on to its next phase (convergence); the apply-context gate
+//! ([`context`]) requires every object to be applied as before (cluster, identity,
+//! substitution, decryption, prune/force/deletion policy, suspension, health expressions); the transition gate plays
 //! the change through Flux's reconcile ([`crate::rollout`]) and refuses one that deletes a live
 //! object on the way. A fix that fails a gate is dropped; its finding stays, with the reason.
 
@@ -17,6 +19,7 @@ use crate::parse::{Value, YamlFile};
 use crate::rollout::{self, Consequence, PRUNE_DISABLED};
 use crate::rules::{self, Finding};
 
+pub mod context;
 pub mod gates;
 pub mod kustomize;
 pub mod yaml;
@@ -194,6 +197,9 @@ fn check(
             d.file, d.message
         ));
     }
+    // Apply-context gate: every object is applied as before (cluster, identity, substitution,
+    // decryption, prune/force/deletion policy, suspension, health expressions).
+    context::check(model, &after)?;
     // Convergence: the rules no longer report these findings (same rule, layer, object and place
     // file: in a fleet, other clusters have findings with the same names).
     let mut rerun: Vec<&str> = findings.iter().map(|f| f.rule).collect();

@@ -1,0 +1,124 @@
+//! The apply-context gate: the render gate compares *what* is applied; this compares *how*. For
+//! every object rendered both before and after a change, the settings of the Flux Kustomization
+//! that applies it which decide where and as whom it lands, what is substituted and decrypted in
+//! it, what may delete it and whether it is reconciled at all must be the same. A fix may change
+//! which layer applies an object and its `wait`; nothing else about how it is applied.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::model::{Layer, Model};
+use crate::parse::Value;
+
+/// The spec fields of a Flux Kustomization that decide how its objects are applied (`wait`,
+/// `healthChecks`, `dependsOn`, `path`, timing and the name are the layer's own business, which
+/// a fix may change).
+pub const APPLY_CONTEXT: &[&str] = &[
+    "kubeConfig",
+    "serviceAccountName",
+    "postBuild",
+    "decryption",
+    "prune",
+    "force",
+    "deletionPolicy",
+    "suspend",
+    "healthCheckExprs",
+];
+
+/// One layer's values of [`APPLY_CONTEXT`], normalised (an absent boolean is `false`, an absent
+/// `deletionPolicy` is `MirrorPrune`, as Flux defaults them).
+type Context = Vec<(&'static str, Value)>;
+
+fn context(model: &Model, layer: &Layer) -> Context {
+    let spec = layer.object.and_then(|o| {
+        let obj = model.object(o);
+        let yaml = &model.repo.file(obj.file).yaml;
+        yaml.lookup(obj.root, &["spec"])
+            .and_then(|s| yaml.value(s).ok())
+    });
+    APPLY_CONTEXT
+        .iter()
+        .map(|&field| {
+            let value = spec.as_ref().and_then(|s| s.get(field)).cloned();
+            let value = match (field, value) {
+                // The root layer a FluxInstance creates prunes.
+                ("prune", None) if layer.object.is_none() => Value::Str("true".into(), false),
+                ("prune" | "force" | "suspend", None) => Value::Str("false".into(), false),
+                ("deletionPolicy", None) => Value::Str("MirrorPrune".into(), false),
+                (_, v) => v.unwrap_or(Value::Null),
+            };
+            (field, value)
+        })
+        .collect()
+}
+
+/// Per (cluster, object), every context it is applied in, with a layer that applies it so.
+/// A layer's context is built once and shared by its objects.
+fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> {
+    let mut out: BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> = BTreeMap::new();
+    for (_, layer) in model.live_layers() {
+        let ctx = Rc::new(context(model, layer));
+        for (_, r) in layer.inventory() {
+            out.entry((layer.cluster, r.key.to_string()))
+                .or_default()
+                .entry(ctx.clone())
+                .or_insert_with(|| layer.id.to_string());
+        }
+    }
+    out
+}
+
+/// A value as a reader would write it.
+fn show(v: &Value) -> String {
+    match v {
+        Value::Null => "unset".into(),
+        Value::Str(s, _) => s.clone(),
+        Value::Seq(items) => format!(
+            "[{}]",
+            items.iter().map(show).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", show(k), show(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// `Err` names the first object (present before and after) applied in another context after the
+/// change: the setting, its value before and after, and the layers.
+pub fn check(before: &Model, after: &Model) -> Result<(), String> {
+    let after_contexts = contexts(after);
+    for (key, was) in contexts(before) {
+        let Some(now) = after_contexts.get(&key) else {
+            continue;
+        };
+        if was.keys().eq(now.keys()) {
+            continue;
+        }
+        let lost = was.iter().find(|(c, _)| !now.contains_key(*c));
+        let gained = now.iter().find(|(c, _)| !was.contains_key(*c));
+        let (field, old, new) = match (lost, gained) {
+            (Some((l, _)), Some((g, _))) => l
+                .iter()
+                .zip(g.iter())
+                .find(|(a, b)| a.1 != b.1)
+                .map_or(("context", "?".to_string(), "?".to_string()), |(a, b)| {
+                    (a.0, show(&a.1), show(&b.1))
+                }),
+            (Some(_), None) => ("context", "one of its layers".into(), "gone".into()),
+            _ => ("context", "as before".into(), "one more layer".into()),
+        };
+        let by = |e: Option<(&Rc<Context>, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
+        return Err(format!(
+            "apply-context gate: {} would be applied with {field} {new} (by {}) instead of {old} (by {})",
+            key.1,
+            by(gained),
+            by(lost)
+        ));
+    }
+    Ok(())
+}
