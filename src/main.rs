@@ -49,6 +49,13 @@ enum Command {
     },
     /// List the rule catalogue.
     Rules,
+    /// Print a shell completion script (e.g. `fluxmend completions bash > /etc/bash_completion.d/fluxmend`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `fluxmend man > /usr/local/share/man/man1/fluxmend.1`.
+    Man,
 }
 
 #[derive(Args)]
@@ -86,6 +93,10 @@ struct FixArgs {
     /// else relative to PATH.
     #[arg(long, value_name = "DIR")]
     diff_prefix: Option<String>,
+    /// Write the pull-request body (Markdown: findings, files, trade-offs, rollout notes, how to
+    /// review) to FILE when there is a change; with or without --write/--commit.
+    #[arg(long, value_name = "FILE")]
+    pr_body: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -126,8 +137,9 @@ struct RepoArgs {
 struct CheckArgs {
     #[command(flatten)]
     repo: RepoArgs,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// `sarif`: SARIF 2.1.0 for code scanning; `github`: GitHub Actions annotations.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    format: CheckFormat,
     /// Lowest severity of a finding or diagnostic that makes the exit code 1; `never` exits 0
     /// whatever is found.
     #[arg(long, value_enum, default_value_t = FailOn::Warning)]
@@ -176,6 +188,15 @@ struct GraphArgs {
 enum Format {
     Text,
     Json,
+}
+
+/// `check` speaks to more consumers than the other commands: code scanning and CI annotations.
+#[derive(Clone, Copy, ValueEnum)]
+enum CheckFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -288,11 +309,20 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let mut diagnostics = repo.diagnostics.clone();
     diagnostics.extend(model.diagnostics.iter().cloned());
     let summary = report::Summary::new(&model, &findings, &diagnostics);
+    // Code scanning and CI annotations resolve paths against the checkout.
+    let checkout_prefix = || match fluxmend::emit::apply::work_tree_prefix(&repo.root) {
+        Some(p) if !p.is_empty() => format!("{p}/"),
+        _ => String::new(),
+    };
     print!(
         "{}",
         match args.format {
-            Format::Text => report::check_text(&findings, &diagnostics, &summary),
-            Format::Json => report::check_json(&findings, &diagnostics, &summary),
+            CheckFormat::Text => report::check_text(&findings, &diagnostics, &summary),
+            CheckFormat::Json => report::check_json(&findings, &diagnostics, &summary),
+            CheckFormat::Sarif =>
+                fluxmend::emit::sarif::check_sarif(&findings, &diagnostics, &checkout_prefix()),
+            CheckFormat::Github =>
+                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
         }
     );
     let threshold = args.fail_on.severity();
@@ -375,12 +405,17 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     let diff = fluxmend::emit::apply::unified_diff(&plan.files, &prefix);
     let changed = !plan.files.is_empty();
     let mut action = "";
+    if let (true, Some(file)) = (changed, &args.pr_body) {
+        std::fs::write(file, fluxmend::emit::pr::body(&plan))
+            .map_err(|e| usage(format!("--pr-body {}: {e}", file.display())))?;
+    }
+    let mut committed = None;
     if changed && args.write {
         fluxmend::emit::apply::write(&repo.root, &plan.files).map_err(fail)?;
         action = "written";
     }
     if changed && args.commit {
-        let message = report::commit_message(&plan);
+        let message = fluxmend::emit::pr::commit_message(&plan);
         let oid = fluxmend::emit::apply::commit(
             &repo.root,
             &plan.files,
@@ -390,10 +425,20 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         .map_err(fail)?;
         eprintln!("committed {oid}");
         action = "committed";
+        committed = Some(report::Committed {
+            id: oid.to_string(),
+            branch: args
+                .branch
+                .clone()
+                .or_else(|| fluxmend::emit::apply::head_branch(&repo.root)),
+        });
     }
     let standing = report::Standing::new(&plan, &diagnostics, args.fail_on.severity());
     match args.format {
-        Format::Json => print!("{}", report::fix_json(&plan, &diagnostics, &diff, action)),
+        Format::Json => print!(
+            "{}",
+            report::fix_json(&plan, &diagnostics, &diff, action, committed.as_ref())
+        ),
         Format::Text => {
             eprint!(
                 "{}",
@@ -520,6 +565,26 @@ fn main() -> ExitCode {
                 Err(ExitCode::from(2))
             }
         },
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "fluxmend",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("fluxmend: writing the man page: {e}");
+                    Err(ExitCode::from(2))
+                }
+            }
+        }
         Command::Rules => {
             for r in fluxmend::rules::all() {
                 let m = r.meta();
