@@ -64,8 +64,11 @@ struct FixArgs {
     repo: RepoArgs,
     /// Fix only this rule's findings: an id (FM001) or a name (flux-instance-in-gated-layer);
     /// repeatable, or a comma-separated list.
-    #[arg(long = "rule", value_name = "ID")]
+    #[arg(long = "rule", visible_alias = "select", value_name = "ID")]
     rules: Vec<String>,
+    /// Leave this rule out (id or name; repeatable, or a comma-separated list).
+    #[arg(long = "ignore", value_name = "ID")]
+    ignore: Vec<String>,
     /// Apply the change to the files (atomically, all or nothing) instead of printing a diff.
     #[arg(long, conflicts_with = "commit")]
     write: bool,
@@ -146,8 +149,14 @@ struct CheckArgs {
     fail_on: FailOn,
     /// Run only this rule: an id (FM001) or a name (flux-instance-in-gated-layer); repeatable,
     /// or a comma-separated list.
-    #[arg(long = "rule", value_name = "ID")]
+    #[arg(long = "rule", visible_alias = "select", value_name = "ID")]
     rules: Vec<String>,
+    /// Leave this rule out (id or name; repeatable, or a comma-separated list).
+    #[arg(long = "ignore", value_name = "ID")]
+    ignore: Vec<String>,
+    /// Exit 0 whatever is found (the same as `--fail-on never`): report without gating.
+    #[arg(long, conflicts_with = "fail_on")]
+    exit_zero: bool,
 }
 
 #[derive(Args)]
@@ -296,13 +305,36 @@ fn build_model<'r>(repo: &'r Repo, options: &ModelOptions) -> Result<Model<'r>, 
     Ok(model)
 }
 
-/// The rule ids `--rule` selects; an unknown one is a usage error.
-fn select_rules(values: &[String]) -> Result<Vec<String>, ExitCode> {
-    fluxmend::rules::select(values).map_err(usage)
+/// The rule ids `--rule`/`--select` and `--ignore` leave to run (empty: every rule); an unknown
+/// one is a usage error, and so is ignoring every rule (a run that checks nothing).
+fn select_rules(values: &[String], ignore: &[String]) -> Result<Vec<String>, ExitCode> {
+    let selected = fluxmend::rules::select(values).map_err(usage)?;
+    let ignored = fluxmend::rules::select(ignore).map_err(usage)?;
+    if ignored.is_empty() {
+        return Ok(selected);
+    }
+    let base: Vec<String> = if selected.is_empty() {
+        fluxmend::rules::all()
+            .iter()
+            .map(|r| r.meta().id.to_string())
+            .collect()
+    } else {
+        selected
+    };
+    let left: Vec<String> = base
+        .into_iter()
+        .filter(|id| !ignored.contains(id))
+        .collect();
+    if left.is_empty() {
+        return Err(usage(
+            "--ignore leaves no rule to run (`fluxmend rules` lists them)",
+        ));
+    }
+    Ok(left)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
-    let rules = select_rules(&args.rules)?;
+    let rules = select_rules(&args.rules, &args.ignore)?;
     let (repo, options) = load(&args.repo)?;
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
@@ -325,7 +357,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                 fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
         }
     );
-    let threshold = args.fail_on.severity();
+    let threshold = if args.exit_zero {
+        None
+    } else {
+        args.fail_on.severity()
+    };
     let fails = |severity: Severity| threshold.is_some_and(|t| severity >= t);
     let failing =
         findings.iter().any(|f| fails(f.severity)) || diagnostics.iter().any(|d| fails(d.severity));
@@ -376,7 +412,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             return Err(ExitCode::from(2));
         }
     }
-    let rules = select_rules(&args.rules)?;
+    let rules = select_rules(&args.rules, &args.ignore)?;
     let (repo, options) = load(&args.repo)?;
     let prefix = match &args.diff_prefix {
         Some(dir) => fluxmend::model::normalize(dir)

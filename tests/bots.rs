@@ -295,3 +295,48 @@ fn completions_and_man_page() {
     );
     assert!(man.stdout.contains("simulate"));
 }
+
+#[test]
+fn select_ignore_and_exit_zero() {
+    // seed002 has FM002 findings only; seed000 FM001 ones.
+    let seed2 = fixture("seed002-apps-runners", "before");
+    let seed2 = seed2.to_str().unwrap();
+    let rules = |extra: &[&str]| -> (i32, Vec<String>) {
+        let run = fluxmend([&["check", "--format", "json"], extra, &[seed2]].concat());
+        let json = run.json();
+        let mut ids: Vec<String> = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect();
+        ids.dedup();
+        (run.code, ids)
+    };
+    assert_eq!(rules(&[]), (1, vec!["FM002".to_string()]));
+    assert_eq!(rules(&["--ignore", "FM002"]).1, Vec::<String>::new());
+    assert_eq!(
+        rules(&["--ignore", "disposable-workload-in-gated-layer"]).0,
+        0
+    );
+    assert_eq!(
+        rules(&["--select", "FM002"]),
+        (1, vec!["FM002".to_string()])
+    );
+    assert_eq!(rules(&["--select", "FM001"]).1, Vec::<String>::new());
+    assert_eq!(rules(&["--exit-zero"]), (0, vec!["FM002".to_string()]));
+    // Usage errors: an unknown rule, ignoring every rule, --exit-zero with --fail-on.
+    for bad in [
+        &["--ignore", "FM999"][..],
+        &["--ignore", "FM001,FM002"],
+        &["--select", "FM001", "--ignore", "FM001"],
+        &["--exit-zero", "--fail-on", "error"],
+    ] {
+        let run = fluxmend([&["check"], bad, &[seed2]].concat());
+        assert_eq!(run.code, 2, "{bad:?}: {}", run.stderr);
+    }
+    // fix honours --ignore: nothing to change once FM002 is left out.
+    let run = fluxmend(["fix", "--ignore", "FM002", seed2]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+}
