@@ -49,6 +49,13 @@ enum Command {
     },
     /// List the rule catalogue.
     Rules,
+    /// Print a shell completion script (e.g. `fluxmend completions bash > /etc/bash_completion.d/fluxmend`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `fluxmend man > /usr/local/share/man/man1/fluxmend.1`.
+    Man,
 }
 
 #[derive(Args)]
@@ -57,8 +64,11 @@ struct FixArgs {
     repo: RepoArgs,
     /// Fix only this rule's findings: an id (FM001) or a name (flux-instance-in-gated-layer);
     /// repeatable, or a comma-separated list.
-    #[arg(long = "rule", value_name = "ID")]
+    #[arg(long = "rule", visible_alias = "select", value_name = "ID")]
     rules: Vec<String>,
+    /// Leave this rule out (id or name; repeatable, or a comma-separated list).
+    #[arg(long = "ignore", value_name = "ID")]
+    ignore: Vec<String>,
     /// Apply the change to the files (atomically, all or nothing) instead of printing a diff.
     #[arg(long, conflicts_with = "commit")]
     write: bool,
@@ -86,6 +96,10 @@ struct FixArgs {
     /// else relative to PATH.
     #[arg(long, value_name = "DIR")]
     diff_prefix: Option<String>,
+    /// Write the pull-request body (Markdown: findings, files, trade-offs, rollout notes, how to
+    /// review) to FILE when there is a change; with or without --write/--commit.
+    #[arg(long, value_name = "FILE")]
+    pr_body: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -131,16 +145,23 @@ struct RepoArgs {
 struct CheckArgs {
     #[command(flatten)]
     repo: RepoArgs,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    /// `sarif`: SARIF 2.1.0 for code scanning; `github`: GitHub Actions annotations.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    format: CheckFormat,
     /// Lowest severity of a finding or diagnostic that makes the exit code 1; `never` exits 0
     /// whatever is found.
     #[arg(long, value_enum, default_value_t = FailOn::Warning)]
     fail_on: FailOn,
     /// Run only this rule: an id (FM001) or a name (flux-instance-in-gated-layer); repeatable,
     /// or a comma-separated list.
-    #[arg(long = "rule", value_name = "ID")]
+    #[arg(long = "rule", visible_alias = "select", value_name = "ID")]
     rules: Vec<String>,
+    /// Leave this rule out (id or name; repeatable, or a comma-separated list).
+    #[arg(long = "ignore", value_name = "ID")]
+    ignore: Vec<String>,
+    /// Exit 0 whatever is found (the same as `--fail-on never`): report without gating.
+    #[arg(long, conflicts_with = "fail_on")]
+    exit_zero: bool,
 }
 
 #[derive(Args)]
@@ -181,6 +202,15 @@ struct GraphArgs {
 enum Format {
     Text,
     Json,
+}
+
+/// `check` speaks to more consumers than the other commands: code scanning and CI annotations.
+#[derive(Clone, Copy, ValueEnum)]
+enum CheckFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -292,26 +322,62 @@ fn build_model<'r>(repo: &'r Repo, options: &ModelOptions) -> Result<Model<'r>, 
     Ok(model)
 }
 
-/// The rule ids `--rule` selects; an unknown one is a usage error.
-fn select_rules(values: &[String]) -> Result<Vec<String>, ExitCode> {
-    fluxmend::rules::select(values).map_err(usage)
+/// The rule ids `--rule`/`--select` and `--ignore` leave to run (empty: every rule); an unknown
+/// one is a usage error, and so is ignoring every rule (a run that checks nothing).
+fn select_rules(values: &[String], ignore: &[String]) -> Result<Vec<String>, ExitCode> {
+    let selected = fluxmend::rules::select(values).map_err(usage)?;
+    let ignored = fluxmend::rules::select(ignore).map_err(usage)?;
+    if ignored.is_empty() {
+        return Ok(selected);
+    }
+    let base: Vec<String> = if selected.is_empty() {
+        fluxmend::rules::all()
+            .iter()
+            .map(|r| r.meta().id.to_string())
+            .collect()
+    } else {
+        selected
+    };
+    let left: Vec<String> = base
+        .into_iter()
+        .filter(|id| !ignored.contains(id))
+        .collect();
+    if left.is_empty() {
+        return Err(usage(
+            "--ignore leaves no rule to run (`fluxmend rules` lists them)",
+        ));
+    }
+    Ok(left)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
-    let rules = select_rules(&args.rules)?;
+    let rules = select_rules(&args.rules, &args.ignore)?;
     let (repo, options) = load(&args.repo)?;
     let model = build_model(&repo, &options)?;
     let findings = fluxmend::rules::run(&model, &rules);
     let diagnostics = model.all_diagnostics();
     let summary = report::Summary::new(&model, &findings, &diagnostics);
+    // Code scanning and CI annotations resolve paths against the checkout.
+    let checkout_prefix = || match fluxmend::emit::apply::work_tree_prefix(&repo.root) {
+        Some(p) if !p.is_empty() => format!("{p}/"),
+        _ => String::new(),
+    };
     print!(
         "{}",
         match args.format {
-            Format::Text => report::check_text(&findings, &diagnostics, &summary),
-            Format::Json => report::check_json(&findings, &diagnostics, &summary),
+            CheckFormat::Text => report::check_text(&findings, &diagnostics, &summary),
+            CheckFormat::Json => report::check_json(&findings, &diagnostics, &summary),
+            CheckFormat::Sarif =>
+                fluxmend::emit::sarif::check_sarif(&findings, &diagnostics, &checkout_prefix()),
+            CheckFormat::Github =>
+                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
         }
     );
-    let threshold = args.fail_on.severity();
+    let threshold = if args.exit_zero {
+        None
+    } else {
+        args.fail_on.severity()
+    };
     let fails = |severity: Severity| threshold.is_some_and(|t| severity >= t);
     let failing =
         findings.iter().any(|f| fails(f.severity)) || diagnostics.iter().any(|d| fails(d.severity));
@@ -360,7 +426,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             return Err(ExitCode::from(2));
         }
     }
-    let rules = select_rules(&args.rules)?;
+    let rules = select_rules(&args.rules, &args.ignore)?;
     let (repo, options) = load(&args.repo)?;
     let prefix = match &args.diff_prefix {
         Some(dir) => fluxmend::model::normalize(dir)
@@ -388,12 +454,17 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     let diff = fluxmend::emit::apply::unified_diff(&plan.files, &prefix);
     let changed = !plan.files.is_empty();
     let mut action = "";
+    if let (true, Some(file)) = (changed, &args.pr_body) {
+        std::fs::write(file, fluxmend::emit::pr::body(&plan))
+            .map_err(|e| usage(format!("--pr-body {}: {e}", file.display())))?;
+    }
+    let mut committed = None;
     if changed && args.write {
         fluxmend::emit::apply::write(&repo.root, &plan.files).map_err(fail)?;
         action = "written";
     }
     if changed && args.commit {
-        let message = report::commit_message(&plan);
+        let message = fluxmend::emit::pr::commit_message(&plan);
         let oid = fluxmend::emit::apply::commit(
             &repo.root,
             &plan.files,
@@ -403,10 +474,20 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         .map_err(fail)?;
         eprintln!("committed {oid}");
         action = "committed";
+        committed = Some(report::Committed {
+            id: oid.to_string(),
+            branch: args
+                .branch
+                .clone()
+                .or_else(|| fluxmend::emit::apply::head_branch(&repo.root)),
+        });
     }
     let standing = report::Standing::new(&plan, &diagnostics, args.fail_on.severity());
     match args.format {
-        Format::Json => print!("{}", report::fix_json(&plan, &diagnostics, &diff, action)),
+        Format::Json => print!(
+            "{}",
+            report::fix_json(&plan, &diagnostics, &diff, action, committed.as_ref())
+        ),
         Format::Text => {
             eprint!(
                 "{}",
@@ -541,6 +622,26 @@ fn main() -> ExitCode {
                 Err(ExitCode::from(2))
             }
         },
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "fluxmend",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("fluxmend: writing the man page: {e}");
+                    Err(ExitCode::from(2))
+                }
+            }
+        }
         Command::Rules => {
             for r in fluxmend::rules::all() {
                 let m = r.meta();

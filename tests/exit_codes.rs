@@ -183,7 +183,12 @@ fn check_json_has_findings_diagnostics_and_summary() {
         .keys()
         .collect();
     keys.sort();
-    assert_eq!(keys, ["diagnostics", "findings", "summary"], "{report:#}");
+    assert_eq!(
+        keys,
+        ["diagnostics", "findings", "summary", "version"],
+        "{report:#}"
+    );
+    assert_eq!(report["version"], 1);
     assert!(report["findings"].is_array());
     let diagnostic = &report["diagnostics"][0];
     for key in ["severity", "file", "line", "column", "message"] {
@@ -351,13 +356,16 @@ fn fix_json_has_diagnostics() {
         keys,
         [
             "applied",
+            "branch",
+            "commit",
             "diagnostics",
             "diff",
             "files",
             "findings",
             "not_verified",
             "rollout_notes",
-            "verified_by"
+            "verified_by",
+            "version"
         ],
         "{report:#}"
     );

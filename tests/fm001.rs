@@ -194,10 +194,15 @@ fn commit_creates_one_commit_with_only_the_fix() {
     );
     // Phase 1 (the layer prunes): the instances are protected where they are.
     let message = git(repo.path(), &["log", "-1", "--format=%B"]);
-    assert!(message.starts_with("fluxmend: fix FM001"), "{message}");
+    assert_eq!(
+        message.lines().next(),
+        Some("fluxmend: move FluxInstance out of infrastructure-controllers (phase 1 of 2)"),
+        "{message}"
+    );
     assert!(message.contains("Phase 1 of 2"), "{message}");
     assert!(
-        message.contains("Before the next phase, confirm"),
+        message.contains("Before\n    running `fluxmend fix` for phase 2, confirm")
+            || message.contains("running `fluxmend fix` for phase 2, confirm"),
         "{message}"
     );
     let changed = git(repo.path(), &["show", "--name-status", "--format=", "HEAD"]);
@@ -214,7 +219,7 @@ fn commit_creates_one_commit_with_only_the_fix() {
     let message = git(repo.path(), &["log", "-1", "--format=%B"]);
     assert!(message.contains("Phase 2 of 2"), "{message}");
     assert!(
-        message.contains("trade-off: Health gating is lost"),
+        message.contains("Trade-off: Health gating is lost"),
         "{message}"
     );
     let changed = git(repo.path(), &["show", "--name-status", "--format=", "HEAD"]);

@@ -358,3 +358,14 @@ fn git_path(p: &Path) -> String {
         .collect::<Vec<_>>()
         .join("/")
 }
+
+/// The branch HEAD is on in the repository holding `root` (`None` when detached or unreadable):
+/// what `fix --commit` without `--branch` committed to.
+pub fn head_branch(root: &Path) -> Option<String> {
+    let repo = git2::Repository::discover(root).ok()?;
+    let head = repo.head().ok()?;
+    if !head.is_branch() {
+        return None;
+    }
+    head.shorthand().ok().map(str::to_string)
+}

@@ -2,6 +2,9 @@
 //! diff, in-place write and git commit.
 
 pub mod apply;
+pub mod github;
+pub mod pr;
 pub mod report;
+pub mod sarif;
 pub mod simulate;
 pub mod write;

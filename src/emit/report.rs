@@ -12,6 +12,10 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
 
+/// The version of the JSON output's shape: raised when a field changes meaning or goes away
+/// (new fields do not raise it), so a bot can refuse a shape it does not know.
+pub const FORMAT_VERSION: u32 = 1;
+
 /// Counts a bot can gate on without walking the lists.
 #[derive(Debug, Serialize)]
 pub struct Summary {
@@ -49,13 +53,14 @@ fn finding_json(f: &Finding) -> serde_json::Value {
         "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
         "blocked_layers": f.blocked_layers,
         "masked_objects": f.masked_objects,
+        "fixable": f.fix.is_some(),
     })
 }
 
 /// `check --format json`.
 pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
     let findings: Vec<_> = findings.iter().map(finding_json).collect();
-    let out = json!({"findings": findings, "diagnostics": diagnostics, "summary": summary});
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "summary": summary});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
@@ -65,8 +70,13 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
     for f in findings {
         let _ = write!(
             out,
-            "{}:{}: {}[{}]: {}",
-            f.file, f.line, f.severity, f.rule, f.message
+            "{}:{}: {}[{}]: {}{}",
+            f.file,
+            f.line,
+            f.severity,
+            f.rule,
+            f.message,
+            if f.fix.is_some() { " [fixable]" } else { "" }
         );
         if !f.cluster.is_empty() {
             let _ = write!(out, " [cluster {}]", f.cluster);
@@ -504,6 +514,7 @@ pub fn fix_json(
     diagnostics: &[Diagnostic],
     diff: &str,
     action: &str,
+    commit: Option<&Committed>,
 ) -> String {
     let findings: Vec<_> = plan
         .findings
@@ -536,50 +547,15 @@ pub fn fix_json(
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes});
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
-/// A commit message a bot can turn into a pull request: each rule, finding and trade-off.
-pub fn commit_message(plan: &crate::verify::Plan) -> String {
-    let fixed: Vec<&Finding> = plan.findings.iter().filter(|f| f.fix.is_some()).collect();
-    let mut rules: Vec<&str> = fixed.iter().map(|f| f.rule).collect();
-    rules.dedup();
-    let mut out = format!("fluxmend: fix {}\n\n", rules.join(", "));
-    for f in &fixed {
-        let fix = f.fix.as_ref().expect("filtered");
-        let _ = writeln!(out, "{} {} in {}:", f.rule, f.object, f.layer);
-        let _ = writeln!(out, "  finding: {}", f.message);
-        let _ = writeln!(out, "  fix: {}", fix.description);
-        let _ = writeln!(out, "  trade-off: {}\n", fix.tradeoff);
-        if let Some(p) = &fix.phase {
-            let _ = writeln!(
-                out,
-                "Phase {} of {} of a move that cannot roll out safely in one step.",
-                p.phase, p.phases
-            );
-            if p.phase < p.phases {
-                let _ = writeln!(out, "Before the next phase, confirm {}", p.confirm);
-            } else {
-                let _ = writeln!(out, "Precondition: {}", p.confirm);
-            }
-            let _ = writeln!(out, "Afterwards: {}\n", p.stays);
-        }
-    }
-    for note in &plan.rollout_notes {
-        let _ = writeln!(out, "Rollout: {note}");
-    }
-    if plan.verified_by.is_empty() {
-        let _ = writeln!(out, "NOT verified before writing (--verify off).");
-    } else {
-        let _ = writeln!(
-            out,
-            "Verified before writing: {}.",
-            plan.verified_by.join(" + ")
-        );
-    }
-    for note in &plan.not_verified {
-        let _ = writeln!(out, "Not verified: {note}");
-    }
-    out
+/// What `fix --commit` made, for a bot to push and open a pull request from.
+#[derive(Debug)]
+pub struct Committed {
+    /// The new commit's id (40 hex digits).
+    pub id: String,
+    /// The branch it is on (`--branch`, or the branch HEAD was on); `None` on a detached HEAD.
+    pub branch: Option<String>,
 }

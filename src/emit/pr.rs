@@ -1,0 +1,212 @@
+//! Pull-request text for `fix --commit` and `--pr-body`: a subject a reviewer can read in a
+//! list of pull requests, and a Markdown body that says what changed, what it costs, what to do
+//! on the cluster and how to review it. Deterministic (sorted, deduplicated) so that a bot
+//! re-running on the same repository proposes the same text.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::rules::Finding;
+use crate::verify::Plan;
+
+/// Body lines are wrapped here: what git and most review tools show without scrolling.
+const WIDTH: usize = 72;
+
+/// A subject longer than this names the rules instead of every move (GitHub shows about this
+/// much of a pull request's title in its lists).
+const SUBJECT_MAX: usize = 90;
+
+/// What one fixed finding does, in the imperative: `move FluxInstance out of
+/// infrastructure-controllers (phase 1 of 2)`.
+fn action(f: &Finding) -> Option<String> {
+    let fix = f.fix.as_ref()?;
+    let phase = fix
+        .phase
+        .as_ref()
+        .map(|p| format!(" (phase {} of {})", p.phase, p.phases))
+        .unwrap_or_default();
+    Some(format!(
+        "move {} out of {}{phase}",
+        f.object.kind, f.layer.name
+    ))
+}
+
+/// The commit subject: every distinct move, sorted; when they do not fit one line, the count
+/// of fixes and their rules.
+pub fn subject(plan: &Plan) -> String {
+    let actions: BTreeSet<String> = plan.findings.iter().filter_map(action).collect();
+    let named = format!(
+        "fluxmend: {}",
+        actions.iter().cloned().collect::<Vec<_>>().join("; ")
+    );
+    if named.len() <= SUBJECT_MAX {
+        return named;
+    }
+    let rules: BTreeSet<&str> = plan
+        .findings
+        .iter()
+        .filter(|f| f.fix.is_some())
+        .map(|f| f.rule)
+        .collect();
+    let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
+    format!(
+        "fluxmend: fix {fixed} finding{} ({})",
+        if fixed == 1 { "" } else { "s" },
+        rules.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Append `text` wrapped at [`WIDTH`], the first line after `first`, the others after `rest`.
+/// Words are never split, so a long path or code span stays clickable.
+fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.len() + 1 + word.len() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// The Markdown body: findings and their fixes, the files, rollout notes, verification and how
+/// to review.
+pub fn body(plan: &Plan) -> String {
+    let mut out = String::new();
+    out.push_str("## Findings\n\n");
+    for f in plan.findings.iter().filter(|f| f.fix.is_some()) {
+        let fix = f.fix.as_ref().expect("filtered");
+        wrap(
+            &mut out,
+            "- ",
+            "  ",
+            &format!(
+                "**{}** `{}` in layer `{}` (`{}:{}`): {}",
+                f.rule, f.object, f.layer, f.file, f.line, f.message
+            ),
+        );
+        wrap(
+            &mut out,
+            "  - ",
+            "    ",
+            &format!("Fix: {}", fix.description),
+        );
+        wrap(
+            &mut out,
+            "  - ",
+            "    ",
+            &format!("Trade-off: {}", fix.tradeoff),
+        );
+        if let Some(p) = &fix.phase {
+            let step = if p.phase < p.phases {
+                format!(
+                    "Phase {} of {}: a move that cannot roll out safely in one step. Before \
+                     running `fluxmend fix` for phase {}, confirm {}",
+                    p.phase,
+                    p.phases,
+                    p.phase + 1,
+                    p.confirm
+                )
+            } else {
+                format!(
+                    "Phase {} of {}. Precondition: {}",
+                    p.phase, p.phases, p.confirm
+                )
+            };
+            wrap(&mut out, "  - ", "    ", &step);
+            wrap(
+                &mut out,
+                "  - ",
+                "    ",
+                &format!("Afterwards: {}", p.stays),
+            );
+        }
+    }
+    let unfixed = plan.findings.iter().filter(|f| f.fix.is_none()).count();
+    if unfixed > 0 {
+        out.push('\n');
+        wrap(
+            &mut out,
+            "",
+            "",
+            &format!(
+                "{unfixed} other finding{} {} no fix here; `fluxmend check` lists {}.",
+                if unfixed == 1 { "" } else { "s" },
+                if unfixed == 1 { "has" } else { "have" },
+                if unfixed == 1 { "it" } else { "them" }
+            ),
+        );
+    }
+    out.push_str("\n## Files\n\n");
+    for file in &plan.files {
+        let change = match (&file.before, &file.after) {
+            (None, Some(_)) => "created",
+            (Some(_), None) => "deleted",
+            _ => "edited",
+        };
+        let _ = writeln!(out, "- {change} `{}`", file.path);
+    }
+    if !plan.rollout_notes.is_empty() {
+        out.push_str("\n## Rollout\n\n");
+        for note in &plan.rollout_notes {
+            wrap(&mut out, "- ", "  ", note);
+        }
+    }
+    out.push_str("\n## Verification\n\n");
+    if plan.verified_by.is_empty() {
+        out.push_str("- NOT verified before writing (`--verify off`).\n");
+    } else {
+        wrap(
+            &mut out,
+            "- ",
+            "  ",
+            &format!(
+                "Verified before writing: {} (the repository renders the same objects, and \
+                 the rollout deletes nothing live).",
+                plan.verified_by.join(" + ")
+            ),
+        );
+    }
+    for note in &plan.not_verified {
+        wrap(&mut out, "- ", "  ", &format!("Not verified: {note}"));
+    }
+    out.push_str("\n## How to review\n\n");
+    let rules: BTreeSet<&str> = plan
+        .findings
+        .iter()
+        .filter(|f| f.fix.is_some())
+        .map(|f| f.rule)
+        .collect();
+    let explain: Vec<String> = rules
+        .iter()
+        .map(|id| format!("`fluxmend explain {id}`"))
+        .collect();
+    let explain = format!(
+        "{} gives the reasoning and the trade-off of the fix.",
+        explain.join(", ")
+    );
+    for step in [
+        "Read the diff: only the files above change, and in them only the bytes the move needs \
+         (comments, quoting and order are kept).",
+        "`fluxmend simulate --from HEAD~1` plays this change through Flux's reconcile order and \
+         lists every live object deleted on the way (none, or only runners that restart).",
+        &explain,
+    ] {
+        wrap(&mut out, "- ", "  ", step);
+    }
+    out
+}
+
+/// The commit message: subject, blank line, body.
+pub fn commit_message(plan: &Plan) -> String {
+    format!("{}\n\n{}", subject(plan), body(plan))
+}

@@ -1,0 +1,109 @@
+//! `check --format sarif`: SARIF 2.1.0 for code-scanning services (GitHub's upload-sarif and
+//! others). Paths are relative to the git work tree's top level when there is one, because
+//! those services resolve them against the checkout.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::rules::Finding;
+
+/// Where each rule's document is published: the `helpUri` a reviewer follows from an alert.
+fn help_uri(id: &str) -> String {
+    format!(
+        "{}/blob/main/rules/{id}.md",
+        env!("CARGO_PKG_REPOSITORY").trim_end_matches('/')
+    )
+}
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Note => "note",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    }
+}
+
+/// A fingerprint that survives edits moving the finding to another line: the rule, the layer
+/// and the object, hashed. Code-scanning services match alerts across runs by it.
+pub fn fingerprint(f: &Finding) -> String {
+    let key = format!("{}\0{}\0{}", f.rule, f.layer, f.object);
+    let digest = Sha256::digest(key.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn location(prefix: &str, file: &str, line: Option<usize>, column: Option<usize>) -> Value {
+    let mut physical = json!({"artifactLocation": {"uri": format!("{prefix}{file}")}});
+    if let Some(line) = line {
+        let mut region = json!({"startLine": line});
+        if let Some(column) = column {
+            region["startColumn"] = json!(column);
+        }
+        physical["region"] = region;
+    }
+    json!({"physicalLocation": physical})
+}
+
+/// The SARIF log: the rule catalogue, one result per finding, and the diagnostics as tool
+/// notifications (they are about the input, not rule violations). `prefix` is prepended to
+/// every path (`k8s/` when PATH is `k8s` in the work tree).
+pub fn check_sarif(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &str) -> String {
+    let catalogue = crate::rules::all();
+    let rules: Vec<Value> = catalogue
+        .iter()
+        .map(|r| {
+            let m = r.meta();
+            json!({
+                "id": m.id,
+                "name": m.name,
+                "shortDescription": {"text": m.summary},
+                "fullDescription": {"text": m.summary},
+                "helpUri": help_uri(m.id),
+                "help": {"text": m.doc, "markdown": m.doc},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            let index = catalogue.iter().position(|r| r.meta().id == f.rule);
+            json!({
+                "ruleId": f.rule,
+                "ruleIndex": index,
+                "level": level(f.severity),
+                "message": {"text": f.message},
+                "locations": [location(prefix, &f.file, Some(f.line), None)],
+                "partialFingerprints": {"fluxmend/v1": fingerprint(f)},
+                "properties": {"fixable": f.fix.is_some()},
+            })
+        })
+        .collect();
+    let notifications: Vec<Value> = diagnostics
+        .iter()
+        .map(|d| {
+            let mut n = json!({"level": level(d.severity), "message": {"text": d.message}});
+            if !d.file.is_empty() {
+                n["locations"] = json!([location(prefix, &d.file, d.line, d.column)]);
+            }
+            n
+        })
+        .collect();
+    let log = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "fluxmend",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": env!("CARGO_PKG_REPOSITORY"),
+                "rules": rules,
+            }},
+            "invocations": [{
+                "executionSuccessful": true,
+                "toolExecutionNotifications": notifications,
+            }],
+            "results": results,
+        }],
+    });
+    serde_json::to_string_pretty(&log).expect("JSON of plain data") + "\n"
+}

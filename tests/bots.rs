@@ -1,0 +1,342 @@
+//! What bots and CI read: pull-request text, `fix --format json`'s commit and branch,
+//! `--pr-body`, SARIF (validated against the vendored 2.1.0 schema), GitHub annotations, the
+//! JSON `version` and `fixable`, completions and the man page.
+
+mod common;
+
+use common::{fixture, fluxmend, git, git_repo_with};
+use serde_json::Value;
+
+fn sarif_schema() -> jsonschema::Validator {
+    let text =
+        std::fs::read_to_string(common::manifest_dir().join("tests/data/sarif-schema-2.1.0.json"))
+            .unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::draft7::new(&schema).expect("the vendored schema compiles")
+}
+
+#[test]
+fn commit_message_is_a_pull_request() {
+    let repo = git_repo_with("seed000-oci-provider");
+    let root = repo.path().to_str().unwrap();
+    let body_file = repo.path().join("../pr-body-14b.md");
+    let run = fluxmend([
+        "fix",
+        "--commit",
+        "--branch",
+        "fluxmend/fm001",
+        "--format",
+        "json",
+        "--pr-body",
+        body_file.to_str().unwrap(),
+        root,
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let json = run.json();
+    assert_eq!(json["version"], 1);
+    let head = git(repo.path(), &["rev-parse", "HEAD"]);
+    assert_eq!(json["commit"].as_str(), Some(head.trim()));
+    assert_eq!(json["branch"], "fluxmend/fm001");
+    assert_eq!(json["applied"], "committed");
+
+    let message = git(repo.path(), &["log", "-1", "--format=%B"]);
+    let (subject, body) = message.split_once("\n\n").unwrap();
+    // Two FluxInstances (one per provider) in layers of one name: one subject, not two.
+    assert_eq!(
+        subject,
+        "fluxmend: move FluxInstance out of infrastructure-controllers (phase 1 of 2)"
+    );
+    for section in [
+        "## Findings",
+        "## Files",
+        "## Verification",
+        "## How to review",
+    ] {
+        assert!(body.contains(section), "{section} missing:\n{body}");
+    }
+    assert!(
+        body.contains("- **FM001** `FluxInstance/flux-system/flux`"),
+        "{body}"
+    );
+    assert!(body.contains("- edited `k8s/providers/docker/infrastructure/controllers/flux-instance/flux-instance.yaml`"), "{body}");
+    assert!(body.contains("Trade-off:"), "{body}");
+    // Wrapped at 72 columns: a longer line ends in a long unbreakable word (a path), and
+    // list items continue on indented lines.
+    for line in body.lines() {
+        let last = line.rsplit(' ').next().unwrap_or("");
+        assert!(
+            line.len() <= 72 || last.len() > 40,
+            "line over 72 columns: {line:?}"
+        );
+    }
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("    ") && !l.trim().starts_with('-')),
+        "{body}"
+    );
+    // --pr-body is the message's body, for tools that open the pull request.
+    let written = std::fs::read_to_string(&body_file).unwrap();
+    std::fs::remove_file(&body_file).unwrap();
+    assert_eq!(written.trim_end(), body.trim_end());
+
+    // Phase 2 names the same move, now the second phase; the commit lands on the current branch.
+    let run = fluxmend(["fix", "--commit", "--format", "json", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.json()["branch"], "fluxmend/fm001");
+    let message = git(repo.path(), &["log", "-1", "--format=%B"]);
+    assert_eq!(
+        message.lines().next(),
+        Some("fluxmend: move FluxInstance out of infrastructure-controllers (phase 2 of 2)")
+    );
+    assert!(
+        message.contains("- created `k8s/clusters/base/flux-kustomization-flux-instance.yaml`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn fix_json_without_commit_has_null_commit_and_no_pr_body_when_nothing_changes() {
+    let before = fixture("seed000-oci-provider", "before");
+    let run = fluxmend(["fix", "--format", "json", before.to_str().unwrap()]);
+    let json = run.json();
+    assert_eq!(json["commit"], Value::Null);
+    assert_eq!(json["branch"], Value::Null);
+    assert_eq!(json["findings"][0]["fixable"], true);
+
+    let clean = fixture("fm002-clean", "before");
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.md");
+    let run = fluxmend([
+        "fix",
+        "--pr-body",
+        body.to_str().unwrap(),
+        clean.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!body.exists(), "nothing to change writes no body");
+}
+
+#[test]
+fn sarif_validates_and_fingerprints_are_stable() {
+    let schema = sarif_schema();
+    let repo = common::TempRepo::copy_of(&fixture("seed002-apps-runners", "before"));
+    let root = repo.path().to_str().unwrap();
+    let run = fluxmend(["check", "--format", "sarif", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let log = run.json();
+    let errors: Vec<String> = schema
+        .iter_errors(&log)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "SARIF invalid: {errors:#?}");
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    for r in rules {
+        let id = r["id"].as_str().unwrap();
+        assert!(
+            r["helpUri"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("/rules/{id}.md"))
+        );
+    }
+    for r in results {
+        let index = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], r["ruleId"]);
+        assert!(
+            r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap()
+                >= 1
+        );
+        assert!(r["properties"]["fixable"].is_boolean());
+    }
+    // A comment added at the top of every finding's file moves the lines, not the fingerprints.
+    let prints = |log: &Value| -> Vec<(String, u64)> {
+        log["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["partialFingerprints"]["fluxmend/v1"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                    r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                        .as_u64()
+                        .unwrap(),
+                )
+            })
+            .collect()
+    };
+    let first = prints(&log);
+    for r in results {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        let path = repo.path().join(uri);
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.starts_with("# moved\n") {
+            std::fs::write(&path, format!("# moved\n{text}")).unwrap();
+        }
+    }
+    let second = prints(&fluxmend(["check", "--format", "sarif", root]).json());
+    assert_eq!(first.len(), second.len());
+    for ((a, line_a), (b, line_b)) in first.iter().zip(&second) {
+        assert_eq!(a, b, "fingerprint changed when lines moved");
+        assert_eq!(line_a + 1, *line_b);
+    }
+}
+
+#[test]
+fn sarif_paths_are_relative_to_the_checkout() {
+    let repo = git_repo_with("seed000-oci-provider");
+    let k8s = repo.path().join("k8s");
+    let run = fluxmend(["check", "--format", "sarif", k8s.to_str().unwrap()]);
+    let log = run.json();
+    let uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(uri.starts_with("k8s/"), "{uri}");
+    assert!(repo.path().join(&uri).is_file(), "{uri}");
+    assert!(sarif_schema().is_valid(&log));
+}
+
+#[test]
+fn github_annotations() {
+    // Outside a git work tree the paths are relative to PATH (inside one: to its top level).
+    let repo = common::TempRepo::copy_of(&fixture("seed000-oci-provider", "before"));
+    let before = repo.path();
+    let run = fluxmend(["check", "--format", "github", before.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let json = fluxmend(["check", "--format", "json", before.to_str().unwrap()]).json();
+    let findings = json["findings"].as_array().unwrap();
+    let lines: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("title=fluxmend FM"))
+        .collect();
+    assert_eq!(lines.len(), findings.len(), "{}", run.stdout);
+    for (line, f) in lines.iter().zip(findings) {
+        let expected = format!(
+            "::{} file={},line={},title=fluxmend FM",
+            f["severity"].as_str().unwrap(),
+            f["file"].as_str().unwrap(),
+            f["line"]
+        );
+        assert!(line.starts_with(&expected), "{line} vs {expected}");
+        assert!(!line.contains('\n'));
+        if f["fixable"] == true {
+            assert!(
+                line.ends_with("(fixable%3A `fluxmend fix`)")
+                    || line.ends_with("(fixable: `fluxmend fix`)"),
+                "{line}"
+            );
+        }
+    }
+    assert!(
+        run.stdout.lines().all(|l| l.starts_with("::")),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn check_json_has_a_version_and_says_what_is_fixable() {
+    let before = fixture("seed000-oci-provider", "before");
+    let json = fluxmend(["check", "--format", "json", before.to_str().unwrap()]).json();
+    assert_eq!(json["version"], 1);
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["fixable"].is_boolean())
+    );
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["fixable"] == true)
+    );
+    let text = fluxmend(["check", before.to_str().unwrap()]).stdout;
+    assert!(
+        text.lines()
+            .any(|l| l.contains("[FM001]") && l.contains(" [fixable]")),
+        "{text}"
+    );
+}
+
+#[test]
+fn completions_and_man_page() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let run = fluxmend(["completions", shell]);
+        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
+        assert!(
+            run.stdout.contains("simulate") && run.stdout.contains("fail-on"),
+            "{shell}"
+        );
+    }
+    let run = fluxmend(["completions", "tcsh"]);
+    assert_eq!(run.code, 2);
+    let man = fluxmend(["man"]);
+    assert_eq!(man.code, 0, "{}", man.stderr);
+    assert!(
+        man.stdout.starts_with(".ie") || man.stdout.contains(".TH fluxmend 1"),
+        "{}",
+        &man.stdout[..200]
+    );
+    assert!(man.stdout.contains("simulate"));
+}
+
+#[test]
+fn select_ignore_and_exit_zero() {
+    // seed002 has FM002 findings only; seed000 FM001 ones.
+    let seed2 = fixture("seed002-apps-runners", "before");
+    let seed2 = seed2.to_str().unwrap();
+    let rules = |extra: &[&str]| -> (i32, Vec<String>) {
+        let run = fluxmend([&["check", "--format", "json"], extra, &[seed2]].concat());
+        let json = run.json();
+        let mut ids: Vec<String> = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect();
+        ids.dedup();
+        (run.code, ids)
+    };
+    assert_eq!(rules(&[]), (1, vec!["FM002".to_string()]));
+    assert_eq!(rules(&["--ignore", "FM002"]).1, Vec::<String>::new());
+    assert_eq!(
+        rules(&["--ignore", "disposable-workload-in-gated-layer"]).0,
+        0
+    );
+    assert_eq!(
+        rules(&["--select", "FM002"]),
+        (1, vec!["FM002".to_string()])
+    );
+    assert_eq!(rules(&["--select", "FM001"]).1, Vec::<String>::new());
+    assert_eq!(rules(&["--exit-zero"]), (0, vec!["FM002".to_string()]));
+    // Usage errors: an unknown rule, ignoring every rule, --exit-zero with --fail-on.
+    for bad in [
+        &["--ignore", "FM999"][..],
+        &["--ignore", "FM001,FM002"],
+        &["--select", "FM001", "--ignore", "FM001"],
+        &["--exit-zero", "--fail-on", "error"],
+    ] {
+        let run = fluxmend([&["check"], bad, &[seed2]].concat());
+        assert_eq!(run.code, 2, "{bad:?}: {}", run.stderr);
+    }
+    // fix honours --ignore: nothing to change once FM002 is left out.
+    let run = fluxmend(["fix", "--ignore", "FM002", seed2]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+}
