@@ -17,7 +17,7 @@ fn sarif_schema() -> jsonschema::Validator {
 
 #[test]
 fn commit_message_is_a_pull_request() {
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let root = repo.path().to_str().unwrap();
     let body_file = repo.path().join("../pr-body-14b.md");
     let run = fluxmend([
@@ -96,7 +96,7 @@ fn commit_message_is_a_pull_request() {
 
 #[test]
 fn fix_json_without_commit_has_null_commit_and_no_pr_body_when_nothing_changes() {
-    let before = fixture("seed000-oci-provider", "before");
+    let before = fixture("flux-instance-oci-provider", "before");
     let run = fluxmend(["fix", "--format", "json", before.to_str().unwrap()]);
     let json = run.json();
     assert_eq!(json["commit"], Value::Null);
@@ -119,7 +119,7 @@ fn fix_json_without_commit_has_null_commit_and_no_pr_body_when_nothing_changes()
 #[test]
 fn sarif_validates_and_fingerprints_are_stable() {
     let schema = sarif_schema();
-    let repo = common::TempRepo::copy_of(&fixture("seed002-apps-runners", "before"));
+    let repo = common::TempRepo::copy_of(&fixture("forgejo-runners-in-apps", "before"));
     let root = repo.path().to_str().unwrap();
     let run = fluxmend(["check", "--format", "sarif", root]);
     assert_eq!(run.code, 1, "{}", run.stderr);
@@ -194,7 +194,7 @@ fn sarif_validates_and_fingerprints_are_stable() {
 
 #[test]
 fn sarif_paths_are_relative_to_the_checkout() {
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let k8s = repo.path().join("k8s");
     let run = fluxmend(["check", "--format", "sarif", k8s.to_str().unwrap()]);
     let log = run.json();
@@ -211,7 +211,7 @@ fn sarif_paths_are_relative_to_the_checkout() {
 #[test]
 fn github_annotations() {
     // Outside a git work tree the paths are relative to PATH (inside one: to its top level).
-    let repo = common::TempRepo::copy_of(&fixture("seed000-oci-provider", "before"));
+    let repo = common::TempRepo::copy_of(&fixture("flux-instance-oci-provider", "before"));
     let before = repo.path();
     let run = fluxmend(["check", "--format", "github", before.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.stderr);
@@ -249,7 +249,7 @@ fn github_annotations() {
 
 #[test]
 fn check_json_has_a_version_and_says_what_is_fixable() {
-    let before = fixture("seed000-oci-provider", "before");
+    let before = fixture("flux-instance-oci-provider", "before");
     let json = fluxmend(["check", "--format", "json", before.to_str().unwrap()]).json();
     assert_eq!(json["version"], 1);
     assert!(
@@ -298,11 +298,11 @@ fn completions_and_man_page() {
 
 #[test]
 fn select_ignore_and_exit_zero() {
-    // seed002 has FM002 findings only; seed000 FM001 ones.
-    let seed2 = fixture("seed002-apps-runners", "before");
-    let seed2 = seed2.to_str().unwrap();
+    // The forgejo runner layout has FM002 findings only; the FluxInstance one FM001 ones.
+    let runners = fixture("forgejo-runners-in-apps", "before");
+    let runners = runners.to_str().unwrap();
     let rules = |extra: &[&str]| -> (i32, Vec<String>) {
-        let run = fluxmend([&["check", "--format", "json"], extra, &[seed2]].concat());
+        let run = fluxmend([&["check", "--format", "json"], extra, &[runners]].concat());
         let json = run.json();
         let mut ids: Vec<String> = json["findings"]
             .as_array()
@@ -332,11 +332,11 @@ fn select_ignore_and_exit_zero() {
         &["--select", "FM001", "--ignore", "FM001"],
         &["--exit-zero", "--fail-on", "error"],
     ] {
-        let run = fluxmend([&["check"], bad, &[seed2]].concat());
+        let run = fluxmend([&["check"], bad, &[runners]].concat());
         assert_eq!(run.code, 2, "{bad:?}: {}", run.stderr);
     }
     // fix honours --ignore: nothing to change once FM002 is left out.
-    let run = fluxmend(["fix", "--ignore", "FM002", seed2]);
+    let run = fluxmend(["fix", "--ignore", "FM002", runners]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.is_empty());
 }

@@ -13,7 +13,7 @@ use common::{
 };
 
 const CASES: &[&str] = &[
-    "seed000-oci-provider",
+    "flux-instance-oci-provider",
     "fm001-dedicated",
     "fm001-inline",
     "fm001-healthchecks",
@@ -183,7 +183,7 @@ fn bytes_outside_the_edit_are_kept_crlf_bom_comments_quoting() {
 
 #[test]
 fn commit_creates_one_commit_with_only_the_fix() {
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let root = repo.path().to_str().unwrap();
     let parent = git(repo.path(), &["rev-parse", "HEAD"]);
     let run = fluxmend(["fix", "--commit", "--branch", "fluxmend/fm001", root]);
@@ -243,14 +243,14 @@ fn commit_creates_one_commit_with_only_the_fix() {
         .into_iter()
         .filter(|(p, _)| !p.starts_with(".git/"))
         .collect();
-    let expected = tree(&fixture("seed000-oci-provider", "after"));
+    let expected = tree(&fixture("flux-instance-oci-provider", "after"));
     let differing = differing_paths(&committed, &expected);
     assert!(differing.is_empty(), "differs from after/: {differing:?}");
 }
 
 #[test]
 fn commit_refuses_a_dirty_file_and_writes_nothing() {
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let instance =
         "k8s/providers/hetzner/infrastructure/controllers/flux-instance/flux-instance.yaml";
     repo.append(instance, "# local edit\n");

@@ -23,7 +23,7 @@ use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 const CASES: &[&str] = &[
-    "seed002-apps-runners",
+    "forgejo-runners-in-apps",
     "fm002-helm-runners",
     "fm002-generated",
     "fm002-runners-folder",

@@ -482,7 +482,7 @@ fn every_fixture_fix_is_verified_by_builtin_and_kustomize() {
 /// the old layer prunes the instance before the new layer applies it.
 #[test]
 fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
-    let case = "seed000-oci-provider";
+    let case = "flux-instance-oci-provider";
     let before = common::fixture(case, "before");
     let (phase1, after) = (
         common::tree(&common::fixture(case, "phase1")),

@@ -244,7 +244,7 @@ fn a_failed_commit_leaves_no_new_directory() {
 #[test]
 fn an_interrupted_write_is_completed_or_rolled_back_by_the_next_run() {
     // From the protected tree: the move is the large write.
-    let case = "seed002-apps-runners";
+    let case = "forgejo-runners-in-apps";
     let before = tree(&fixture(case, "phase1"));
     let after = tree(&fixture(case, "after"));
     let (mut rolled_back, mut completed) = (0, 0);
@@ -289,7 +289,7 @@ fn an_interrupted_write_is_completed_or_rolled_back_by_the_next_run() {
 #[test]
 fn sigkill_during_write_never_leaves_a_mixed_tree() {
     // From the protected tree: the move is the large write.
-    let case = "seed002-apps-runners";
+    let case = "forgejo-runners-in-apps";
     let before = tree(&fixture(case, "phase1"));
     let after = tree(&fixture(case, "after"));
     let iterations: u64 = std::env::var("FLUXMEND_KILL_ITERATIONS")

@@ -85,7 +85,7 @@ fn action_checks_uploads_sarif_and_commits_the_fix() {
         Some("${{ runner.temp }}/fluxmend.sarif")
     );
 
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let temp = tempfile::tempdir().unwrap();
     let (code, output) = run_step(step("check"), &inputs, repo.path(), temp.path());
     assert_eq!(code, 0, "the check step passes its exit code on: {output}");
@@ -129,7 +129,7 @@ fn pre_commit_hooks_run_as_declared() {
         assert_eq!(h["pass_filenames"].as_bool(), Some(false));
         assert_eq!(h["language"].as_str(), Some("rust"));
     }
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     // pre-commit runs `entry` from the repository's top level.
     let run = |entry: &str| {
         Command::new("bash")

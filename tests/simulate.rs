@@ -33,7 +33,7 @@ fn affected(side: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn a_failing_flux_instance_stalls_the_chain_before_the_fix_and_only_itself_after() {
-    let dir = fixture("seed000-oci-provider", "before");
+    let dir = fixture("flux-instance-oci-provider", "before");
     let target = ["--fail", "FluxInstance/flux-system/flux"];
     let text = simulate(&dir, &target);
     assert_eq!(text.code, 0, "{}", text.stderr);
@@ -63,7 +63,7 @@ fn a_failing_flux_instance_stalls_the_chain_before_the_fix_and_only_itself_after
 
 #[test]
 fn a_root_source_that_rejects_every_revision_cannot_be_corrected_through_git() {
-    let dir = fixture("seed000-oci-provider", "before");
+    let dir = fixture("flux-instance-oci-provider", "before");
     let json = simulate(
         &dir,
         &[
@@ -94,7 +94,7 @@ fn a_root_source_that_rejects_every_revision_cannot_be_corrected_through_git() {
 
 #[test]
 fn a_dead_runner_turns_apps_red_before_the_fix_and_only_the_runners_after() {
-    let dir = fixture("seed002-apps-runners", "before");
+    let dir = fixture("forgejo-runners-in-apps", "before");
     let target = ["--fail", "StatefulSet/forgejo/forgejo-runner-deploy-atlas"];
     let text = simulate(&dir, &target);
     assert_eq!(text.code, 0, "{}", text.stderr);
@@ -112,7 +112,7 @@ fn a_dead_runner_turns_apps_red_before_the_fix_and_only_the_runners_after() {
 
 #[test]
 fn bad_targets_and_missing_modes_are_usage_errors() {
-    let dir = fixture("seed000-oci-provider", "before");
+    let dir = fixture("flux-instance-oci-provider", "before");
     let none = simulate(&dir, &[]);
     assert_eq!(none.code, 2, "{}", none.stderr);
     assert!(none.stderr.contains("--fail"), "{}", none.stderr);
@@ -127,7 +127,7 @@ fn bad_targets_and_missing_modes_are_usage_errors() {
         "{}",
         run.stderr
     );
-    let repo = git_repo_with("seed000-oci-provider");
+    let repo = git_repo_with("flux-instance-oci-provider");
     let run = simulate(repo.path(), &["--from", "no-such-rev"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("is not a revision"), "{}", run.stderr);
@@ -158,7 +158,7 @@ fn commit_tree(repo: &TempRepo, tree: &std::path::Path, message: &str) {
 #[test]
 fn the_rollout_between_two_revisions_names_every_deletion() {
     // The one-step move fluxmend used to print: after/ without phase 1's annotations.
-    let case = "seed000-oci-provider";
+    let case = "flux-instance-oci-provider";
     let one_step = TempRepo::copy_of(&fixture(case, "after"));
     for provider in ["docker", "hetzner"] {
         let file = format!(

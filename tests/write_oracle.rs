@@ -27,8 +27,8 @@ const CASES: [&str; 7] = [
     "fm001-inline",
     "fm002-generated",
     "fm002-helm-runners",
-    "seed000-oci-provider",
-    "seed002-apps-runners",
+    "flux-instance-oci-provider",
+    "forgejo-runners-in-apps",
 ];
 
 struct Rng(u64);

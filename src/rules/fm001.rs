@@ -1,5 +1,5 @@
 //! FM001 flux-instance-in-gated-layer: a FluxInstance health-gated by the layer that applies it
-//! (seed 000). Documentation: `rules/FM001.md`.
+//! (devantler-tech/platform#3006). Documentation: `rules/FM001.md`.
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,7 @@
 //! FM002 disposable-workload-in-gated-layer: a CI runner (or another disposable workload)
 //! health-gates a Flux Kustomization that also applies other objects or has dependents
-//! (seed 002). Documentation: `rules/FM002.md`; the catalogue: `rules/disposable.yaml`.
+//! (a forgejo runner incident that held an `apps` layer red). Documentation: `rules/FM002.md`;
+//! the catalogue: `rules/disposable.yaml`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
