@@ -215,7 +215,7 @@ fn layers_reading_another_repository_are_external_notes() {
         ),
         (
             "flux-system/vendor",
-            "oci://ghcr.io/vendor/manifests; spec.path `./vendor/base` resolves nowhere here",
+            "oci://ghcr.io/vendor/manifests, not https://github.com/example/fleet",
         ),
     ] {
         let d = find_diagnostic(&report, "clusters/prod/sources.yaml", layer);
@@ -561,5 +561,76 @@ fn source_option_maps_an_external_source_to_a_local_checkout() {
         let run = fluxmend(command_args("check", repo.path(), &["--source", bad]));
         assert_eq!(run.code, 2, "--source {bad}: {}", run.stderr);
         assert!(run.stderr.contains("--source"), "{}", run.stderr);
+    }
+}
+
+/// A repository bootstrapped from outside (no FluxInstance sync, no bootstrap Kustomization):
+/// its own source is created elsewhere, so an app's OCI artifact or a Git repository defined
+/// here is another repository even when its path is `.` — not this repository rendered again
+/// under the app's `targetNamespace` (which made every layer appear once per app).
+#[test]
+fn without_a_root_an_apps_own_artifact_is_external_whatever_its_path() {
+    let repo = TempRepo::empty();
+    let doc = |name: &str, ns: &str, kind: &str, source: &str, path: &str| {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  wait: true\n  targetNamespace: {ns}\n  sourceRef:\n    kind: {kind}\n    name: {source}\n"
+        )
+    };
+    repo.write(
+        "clusters/base/apps.yaml",
+        doc("apps", "flux-system", "OCIRepository", "flux-system", "apps")
+            .replace("  targetNamespace: flux-system\n", ""),
+    )
+    .write(
+        "apps/kustomization.yaml",
+        "resources:\n  - shop.yaml\n  - wiki.yaml\n",
+    )
+    .write(
+        "apps/shop.yaml",
+        format!(
+            "{}---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: shop\n  namespace: shop\nspec:\n  url: oci://ghcr.io/example/shop/manifests\n",
+            doc("shop", "shop", "OCIRepository", "shop", ".")
+        ),
+    )
+    .write(
+        "apps/wiki.yaml",
+        format!(
+            "{}---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: wiki\n  namespace: wiki\nspec:\n  url: https://github.com/example/wiki\n",
+            doc("wiki", "wiki", "GitRepository", "wiki", "./")
+        ),
+    );
+    let graph = repo.graph_json();
+    let mut names: Vec<String> = graph["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            format!(
+                "{}/{}",
+                l["namespace"].as_str().unwrap(),
+                l["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["flux-system/apps", "shop/shop", "wiki/wiki"],
+        "{graph:#}"
+    );
+    for (ns, name) in [("shop", "shop"), ("wiki", "wiki")] {
+        assert_eq!(layer(&graph, ns, name)["variants"], serde_json::json!([]));
+    }
+    let (_, report) = repo.check_json(&[]);
+    for (file, why) in [
+        ("apps/shop.yaml", "oci://ghcr.io/example/shop/manifests"),
+        (
+            "apps/wiki.yaml",
+            "https://github.com/example/wiki, a source only this layer reads",
+        ),
+    ] {
+        let d = find_diagnostic(&report, file, "is another repository");
+        assert_eq!(d["severity"], "note", "{d:#}");
+        assert!(d["message"].as_str().unwrap().contains(why), "{d:#}");
     }
 }

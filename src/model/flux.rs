@@ -550,6 +550,9 @@ struct Builder<'m, 'r> {
     root_ids: HashSet<(usize, LayerRef)>,
     /// Flux Kustomization objects some root reaches.
     reached: HashSet<ObjectIdx>,
+    /// How many Flux Kustomization objects read each source: a source shared by several layers
+    /// is the repository's own.
+    source_readers: HashMap<SourceRef, usize>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -608,7 +611,8 @@ impl Builder<'_, '_> {
     /// Why a layer's source is another repository than this one, if it is. The root layer's
     /// source is this repository; a GitRepository is another when its URL differs from the
     /// root source's (or, with either URL unknown, when its path does not exist here); an
-    /// OCIRepository, Bucket or other artifact when its path resolves nowhere here (see
+    /// OCIRepository defined here whose URL is not the root source's; an OCIRepository, Bucket
+    /// or other artifact when its path resolves nowhere here (see
     /// [`Builder::source_root`]) and no `--source-root` says where it was pushed from. A
     /// source `--source` maps to a directory is never external.
     fn external_source(&mut self, id: LayerId) -> Option<String> {
@@ -618,6 +622,22 @@ impl Builder<'_, '_> {
             root = parent;
         }
         let root_layer = &self.layers[root];
+        let model = self.renderer.model;
+        // Without any root (no FluxInstance sync, no bootstrap Kustomization, no --root) every
+        // layer is walked as one; the repository's own source is then created outside it, so a
+        // source defined here that only this layer reads is a tenant's or an app's repository.
+        let rootless = root == id
+            && layer.created_by_instance.is_none()
+            && self.options.roots.is_empty()
+            && !(layer.id.name == "flux-system" && layer.id.namespace == "flux-system");
+        if rootless
+            && self.source_readers.get(&layer.source).copied().unwrap_or(0) <= 1
+            && let Some(url) = source_url(model, &layer.source)
+        {
+            return Some(format!(
+                "{url}, a source only this layer reads (this repository has no root to compare with)"
+            ));
+        }
         if root == id
             || layer.source == root_layer.source
             || layer.source.name.is_empty()
@@ -625,7 +645,6 @@ impl Builder<'_, '_> {
         {
             return None;
         }
-        let model = self.renderer.model;
         let url = source_url(model, &layer.source);
         if layer.source.kind == "GitRepository" {
             let root_url = match root_layer.created_by_instance {
@@ -635,6 +654,12 @@ impl Builder<'_, '_> {
             return match (url, root_url) {
                 (Some(url), Some(root_url)) => (normalize_url(&url) != normalize_url(&root_url))
                     .then(|| format!("{url}, not {root_url}")),
+                // This repository arrives as an artifact (OCI, Bucket): a Git repository with a
+                // URL of its own is another.
+                (Some(url), None) if root_layer.source.kind != "GitRepository" => Some(format!(
+                    "{url}, while this repository arrives as {} {}",
+                    root_layer.source.kind, root_layer.source.name
+                )),
                 (url, _) => expand_path(model, "", &layer.path, &mut false)
                     .is_ok_and(|v| v.is_empty())
                     .then(|| match url {
@@ -642,6 +667,26 @@ impl Builder<'_, '_> {
                         None => format!("not defined here; spec.path `{}` is not here", layer.path),
                     }),
             };
+        }
+        // An OCI artifact defined here with its own URL is another artifact than the root's
+        // (the same repository pushed twice under two names is rare; a tenant's or an app's
+        // manifests pushed by their own pipeline are common), whatever its path.
+        if layer.source.kind == "OCIRepository"
+            && let Some(url) = &url
+        {
+            let root_url = match root_layer.created_by_instance {
+                Some(instance) => instance_sync(model, instance).and_then(|s| s.url),
+                None => source_url(model, &root_layer.source),
+            };
+            if root_url
+                .as_ref()
+                .is_none_or(|r| normalize_url(r) != normalize_url(url))
+            {
+                return Some(match root_url {
+                    Some(r) => format!("{url}, not {r}"),
+                    None => format!("{url}, an artifact of its own"),
+                });
+            }
         }
         let (cluster, source, path) = (layer.cluster, layer.source.clone(), layer.path.clone());
         self.source_root(cluster, &source, &path)
@@ -936,8 +981,14 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             options,
             root_ids: HashSet::default(),
             reached: HashSet::default(),
+            source_readers: HashMap::default(),
             diagnostics: Vec::new(),
         };
+        for &idx in &flux_ks {
+            let key = model.object(idx).key.clone();
+            let source = layer_from_object(model, idx, &key, 0, None).source;
+            *b.source_readers.entry(source).or_default() += 1;
+        }
         let mut roots = Vec::new();
         let named = |idx: ObjectIdx| {
             let key = &model.object(idx).key;
