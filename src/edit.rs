@@ -243,8 +243,9 @@ fn squash(s: &str) -> String {
 /// `[block, item_line)` attached to it (same indentation, no blank line between). The block is
 /// about the item when it names it (see [`item_name`]): it goes from its first line that does.
 /// A block that names another entry of the list and not this one is about that entry, or the
-/// list: it stays whole (returns `item_line`). A block that names no entry heads what follows
-/// it and goes with it.
+/// list: it stays whole (returns `item_line`). A one-line block that names no entry is a heading
+/// of what follows it and goes with it; a longer one is an explanation of something else (a
+/// note about an entry that left, a warning about the list) and stays.
 fn comment_about(
     text: &str,
     block: usize,
@@ -268,7 +269,11 @@ fn comment_about(
         return start;
     }
     let names_other = lines().any(|(_, l)| others.iter().any(|o| l.contains(o.as_str())));
-    if names_other { item_line } else { block }
+    if names_other || lines().nth(1).is_some() {
+        item_line
+    } else {
+        block
+    }
 }
 
 /// End of the line holding `offset`, before its line break.
@@ -694,6 +699,16 @@ mod comment_tests {
         assert_eq!(
             without(&text, "runner-a.yaml"),
             format!("{HEAD}  - hcloud-ccm/\n")
+        );
+    }
+
+    #[test]
+    fn a_note_of_several_lines_about_something_else_stays() {
+        let note = "  # NB: external-dns moved to ../external-dns/ (the `infrastructure` layer):\n  # in this wait-gated layer its missing Secret would deadlock the chain.\n";
+        let text = format!("{HEAD}  - descheduler/\n{note}  - flux-instance/\n  - hcloud-ccm/\n");
+        assert_eq!(
+            without(&text, "flux-instance/"),
+            format!("{HEAD}  - descheduler/\n{note}  - hcloud-ccm/\n")
         );
     }
 
