@@ -634,3 +634,56 @@ fn without_a_root_an_apps_own_artifact_is_external_whatever_its_path() {
         assert!(d["message"].as_str().unwrap().contains(why), "{d:#}");
     }
 }
+
+/// A cluster overlay that patches a layer by name from a file of its own (`patches: - path:`),
+/// the way devantler-tech/platform protects a database per provider. The patch file holds a Flux
+/// Kustomization without `spec.path`: it edits the layer, it is not a layer that syncs the root.
+#[test]
+fn a_patch_file_of_a_flux_kustomization_is_not_a_layer() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - flux-system
+  - apps.yaml
+  - infra.yaml
+patches:
+  - path: patches/apps-timeout.yaml
+",
+    )
+    .write(
+        "clusters/prod/patches/apps-timeout.yaml",
+        "\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  timeout: 15m
+",
+    )
+    // Not a Kubernetes object: a tool's configuration at the top, which a layer rendering the
+    // root directory would trip over.
+    .write("review-bot.yaml", "reviews:\n  profile: chill\n");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let problems: Vec<&serde_json::Value> = diagnostics(&report)
+        .iter()
+        .filter(|d| d["severity"] != "note")
+        .collect();
+    assert!(problems.is_empty(), "{report:#}");
+    let graph = repo.graph_json();
+    assert_eq!(
+        graph["layers"].as_array().map(Vec::len),
+        Some(LAYOUT_LAYERS as usize),
+        "{graph:#}"
+    );
+    // kustomize agrees: the overlay renders one `apps` layer, patched.
+    let rendered = kubectl_kustomize(&repo.path().join("clusters/prod"));
+    assert_eq!(rendered.matches("name: apps\n").count(), 1, "{rendered}");
+    assert!(rendered.contains("timeout: 15m"), "{rendered}");
+}

@@ -206,6 +206,9 @@ fn normalize_url(url: &str) -> String {
 }
 
 fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
+    if model.in_patch_file(idx) {
+        return None;
+    }
     let obj = model.object(idx);
     let yaml = &model.repo.file(obj.file).yaml;
     let spec = if obj.is(FLUX_OPERATOR_GROUP, "FluxInstance") {
@@ -285,7 +288,7 @@ impl Model<'_> {
 }
 
 fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
-    model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization")
+    model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization") && !model.in_patch_file(idx)
 }
 
 /// A layer read from a Flux Kustomization object (before its paths are resolved).

@@ -131,6 +131,65 @@ pub struct KustomizeDir {
     pub generated: Vec<(ObjectIdx, Option<String>)>,
 }
 
+/// The fields of a kustomization file, besides `resources` and `components`, that name files
+/// of the build: patches and configurations of transformers, generators and validators.
+pub(super) const NAMED_FILE_FIELDS: &[&str] = &[
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "replacements",
+    "transformers",
+    "generators",
+    "validators",
+    "configurations",
+];
+
+/// The fields that name patch files: their documents edit other objects and define none.
+const PATCH_FIELDS: &[&str] = &["patches", "patchesStrategicMerge", "patchesJson6902"];
+
+impl KustomizeDir {
+    /// The repository paths of the files this kustomization names under `fields` (a plain
+    /// entry, or an entry's `path`), resolved against its directory `dir`.
+    pub(super) fn named_files<'m>(
+        &self,
+        model: &'m Model,
+        dir: &'m str,
+        fields: &'m [&'m str],
+    ) -> impl Iterator<Item = String> + 'm {
+        let yaml = &model.repo.file(self.file).yaml;
+        let root = self.root;
+        fields
+            .iter()
+            .filter_map(move |field| yaml.lookup(root, &[field]))
+            .flat_map(move |list| yaml.items(list).iter().copied())
+            .filter_map(move |item| {
+                yaml.scalar(item)
+                    .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)))
+                    .and_then(|text| join(dir, text))
+            })
+    }
+}
+
+/// Files that some kustomization names as a patch and none as a resource or component. A Flux
+/// Kustomization or FluxInstance written in such a file (a cluster overlay patching a layer by
+/// name) is an edit of the real object, not a layer of its own.
+pub(super) fn patch_only_files(model: &Model) -> HashSet<FileId> {
+    let mut patches = HashSet::default();
+    let mut resources = HashSet::default();
+    for (dir, k) in &model.kustomize_dirs {
+        patches.extend(k.named_files(model, dir, PATCH_FIELDS));
+        for r in k.resources.iter().chain(&k.components) {
+            if let RefTarget::File(path) = &r.target {
+                resources.insert(path.clone());
+            }
+        }
+    }
+    patches
+        .difference(&resources)
+        .filter_map(|path| model.repo.file_id(path))
+        .collect()
+}
+
 /// One object a directory renders: which object, its identity after the transformers, and the
 /// chain of kustomization files (outermost first) that brought it in.
 #[derive(Clone, Debug, PartialEq, Eq)]

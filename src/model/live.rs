@@ -12,6 +12,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::diagnostics::{Diagnostic, Severity};
 
+use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
 
 /// The paths (relative to the repository root) live layers read, and the directories whose
@@ -76,29 +77,8 @@ impl LiveFiles {
         }
         // Files named elsewhere in the kustomization: a patch or a transformer configuration
         // that does not parse fails the build as surely as a resource.
-        let yaml = &model.repo.file(k.file).yaml;
-        for key in [
-            "patches",
-            "patchesStrategicMerge",
-            "patchesJson6902",
-            "replacements",
-            "transformers",
-            "generators",
-            "validators",
-            "configurations",
-        ] {
-            let Some(list) = yaml.lookup(k.root, &[key]) else {
-                continue;
-            };
-            for &item in yaml.items(list) {
-                let text = yaml
-                    .scalar(item)
-                    .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)));
-                if let Some(path) = text.and_then(|t| join(dir, t)) {
-                    self.files.insert(path);
-                }
-            }
-        }
+        self.files
+            .extend(k.named_files(model, dir, NAMED_FILE_FIELDS));
     }
 
     /// Whether a live layer reads the file at `path`.

@@ -23,10 +23,10 @@ pub use paths::{join, normalize};
 
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::load::Repo;
+use crate::load::{FileId, Repo};
 
 /// Objects by (kind, name), in repository order.
 type KindNameIndex = HashMap<(Name, Name), Vec<ObjectIdx>>;
@@ -69,6 +69,9 @@ pub struct Model<'r> {
     /// The model's own diagnostics, those about files no live layer reads already notes.
     pub diagnostics: Vec<Diagnostic>,
     live_files: Option<live::LiveFiles>,
+    /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
+    /// define no layer.
+    patch_only_files: HashSet<FileId>,
 }
 
 impl<'r> Model<'r> {
@@ -94,9 +97,11 @@ impl<'r> Model<'r> {
             by_kind_name: OnceLock::new(),
             diagnostics,
             live_files: None,
+            patch_only_files: HashSet::default(),
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
+        model.patch_only_files = kustomize::patch_only_files(&model);
         // Generated ConfigMaps and Secrets are objects too, defined by their generator entry.
         let mut dirs: Vec<&String> = model.kustomize_dirs.keys().collect();
         dirs.sort();
@@ -203,6 +208,12 @@ impl<'r> Model<'r> {
             (Some(&start), Some(&end)) => &self.file_users[start as usize..end as usize],
             _ => &[],
         }
+    }
+
+    /// Whether the object is written in a file that kustomizations name only as a patch: it
+    /// is an edit of another object, not an object Flux applies as written.
+    pub fn in_patch_file(&self, idx: ObjectIdx) -> bool {
+        self.patch_only_files.contains(&self.object(idx).file)
     }
 
     pub fn object(&self, idx: ObjectIdx) -> &Object {
