@@ -362,6 +362,7 @@ fn fix_json_has_diagnostics() {
             "diff",
             "files",
             "findings",
+            "kustomize_layers",
             "not_verified",
             "rollout_notes",
             "verified_by",

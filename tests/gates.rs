@@ -437,13 +437,34 @@ fn remote_resource_layer_is_not_verified_not_failed() {
     let run = fix_cli(&dir, &[], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
-        run.stderr.contains("verified: builtin + kustomize")
-            && run.stderr.contains(
-                "not verified: layer flux-system/apps: remote resource `https://github.com/example/remote//deploy?ref=v1` (never fetched)"
-            ),
+        run.stderr.contains(
+            "not verified: layer flux-system/apps: remote resource `https://github.com/example/remote//deploy?ref=v1` (never fetched)"
+        ),
         "{}",
         run.stderr
     );
+    // The summary claims kustomize only for the layers it built: all but `apps`.
+    let (built, affected) = layers_built(&run.stderr);
+    assert_eq!(built + 1, affected, "{}", run.stderr);
+    let json = fix_cli(&dir, &["--format", "json"], None).json();
+    assert_eq!(json["kustomize_layers"]["built"], built, "{json:#}");
+    assert_eq!(json["kustomize_layers"]["affected"], affected, "{json:#}");
+}
+
+/// `(built, affected)` from the summary's `verified: builtin + kustomize (B of A layers built)`.
+fn layers_built(stderr: &str) -> (usize, usize) {
+    let rest = stderr
+        .split_once("verified: builtin + kustomize (")
+        .unwrap_or_else(|| panic!("no kustomize summary in: {stderr}"))
+        .1;
+    let (counts, _) = rest
+        .split_once(" built)")
+        .expect("a `built)` after the counts");
+    let (built, affected) = counts.split_once(" of ").expect("`B of A layers`");
+    let affected = affected
+        .trim_end_matches(" layers")
+        .trim_end_matches(" layer");
+    (built.parse().unwrap(), affected.parse().unwrap())
 }
 
 /// Issue 5's "done when": `fix` on every fixture runs every gate, kustomize included, and says so;
@@ -460,9 +481,9 @@ fn every_fixture_fix_is_verified_by_builtin_and_kustomize() {
             continue;
         }
         fixed += 1;
+        let (built, affected) = layers_built(&run.stderr);
         assert!(
-            run.stderr
-                .contains("to change; verified: builtin + kustomize\n"),
+            built == affected && affected > 0,
             "{}: {}",
             tree.label(),
             run.stderr

@@ -498,12 +498,19 @@ pub fn fix_text(
     out
 }
 
-/// `verified: builtin + kustomize`, or a loud `NOT VERIFIED` when no gate ran.
+/// `verified: builtin + kustomize (3 of 5 layers built)`, or a loud `NOT VERIFIED` when no
+/// gate ran: the line claims kustomize only for the layers it really built.
 fn verified_text(plan: &crate::verify::Plan) -> String {
     if plan.verified_by.is_empty() {
-        "NOT VERIFIED (--verify off)".to_string()
-    } else {
-        format!("verified: {}", plan.verified_by.join(" + "))
+        return "NOT VERIFIED (--verify off)".to_string();
+    }
+    let gates = plan.verified_by.join(" + ");
+    match plan.kustomize_layers {
+        Some((built, affected)) => {
+            let noun = if affected == 1 { "layer" } else { "layers" };
+            format!("verified: {gates} ({built} of {affected} {noun} built)")
+        }
+        None => format!("verified: {gates}"),
     }
 }
 
@@ -547,7 +554,7 @@ pub fn fix_json(
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 

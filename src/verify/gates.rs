@@ -220,7 +220,7 @@ pub fn plan_with(
     let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
     match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
         Ok(outcome) => {
-            plan.not_verified.extend(outcome.not_verified);
+            plan.record(outcome);
             return plan;
         }
         Err(e) if fixed == 1 => {
@@ -251,7 +251,7 @@ pub fn plan_with(
         return plan;
     }
     match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
-        Ok(outcome) => plan.not_verified.extend(outcome.not_verified),
+        Ok(outcome) => plan.record(outcome),
         Err(e) => {
             for f in &mut plan.findings {
                 if f.fix.is_some() {
@@ -314,6 +314,7 @@ fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
         not_verified: vec![
             "--verify off: no gate ran; this change is NOT verified, and its rollout was not played (it may delete live objects)".into(),
         ],
+        kustomize_layers: None,
         rollout_notes: Vec::new(),
     }
 }

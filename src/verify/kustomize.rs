@@ -310,6 +310,10 @@ pub struct Outcome {
     pub objects: usize,
     /// Layers that could not be checked, and why.
     pub not_verified: Vec<String>,
+    /// Layers the change can alter: the ones the gate had to build.
+    pub layers: usize,
+    /// Of those, the layers kustomize built and compared; the rest are in `not_verified`.
+    pub layers_built: usize,
 }
 
 /// (cluster, namespace, name) of a layer.
@@ -512,6 +516,11 @@ fn check_confined(
             .not_verified
             .push(format!("layer {}/{}: {reason}", key.1, key.2));
     }
+    outcome.layers = affected.len();
+    outcome.layers_built = affected
+        .iter()
+        .filter(|k| !unverifiable.contains_key(*k))
+        .count();
 
     let before_set = multiset(&before_builds, &touched, &excluded, &[]);
     let after_set = multiset(&after_builds, &touched, &excluded, protects);

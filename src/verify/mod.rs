@@ -34,9 +34,20 @@ pub struct Plan {
     /// What could not be verified, and why (e.g. a layer with a remote resource, or
     /// `--verify off`); shown in every report.
     pub not_verified: Vec<String>,
+    /// `(built, affected)`: of the layers the change can alter, how many the kustomize gate
+    /// built and compared; `None` when it did not run. A summary must not claim more.
+    pub kustomize_layers: Option<(usize, usize)>,
     /// What the rollout does that the fixes accept (a disposable workload recreated), said in
     /// every report.
     pub rollout_notes: Vec<String>,
+}
+
+impl Plan {
+    /// Take in what the kustomize gate checked of this plan's change.
+    fn record(&mut self, outcome: kustomize::Outcome) {
+        self.not_verified.extend(outcome.not_verified);
+        self.kustomize_layers = Some((outcome.layers_built, outcome.layers));
+    }
 }
 
 /// What stands for an object's content when comparing before and after: an object of a file
@@ -319,6 +330,7 @@ pub fn plan(
             files,
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
+            kustomize_layers: None,
             rollout_notes,
         };
     }
@@ -346,6 +358,7 @@ pub fn plan(
             files,
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
+            kustomize_layers: None,
             rollout_notes,
         },
         Err(reason) => {
@@ -360,6 +373,7 @@ pub fn plan(
                 files: Vec::new(),
                 verified_by: vec!["builtin"],
                 not_verified: Vec::new(),
+                kustomize_layers: None,
                 rollout_notes: Vec::new(),
             }
         }
