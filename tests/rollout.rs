@@ -168,6 +168,22 @@ fn an_object_annotated_prune_disabled_is_kept() {
     );
 }
 
+/// kustomize-controller's prune excludes `reconcile: disabled` objects as it does
+/// `prune: disabled` ones (`ssa.DeleteOptions` exclusions).
+#[test]
+fn an_object_annotated_reconcile_disabled_is_kept() {
+    let unmanaged = PROTECTED_CM.replace(
+        "kustomize.toolkit.fluxcd.io/prune: disabled",
+        "kustomize.toolkit.fluxcd.io/reconcile: disabled",
+    );
+    let r = move_cfg(true, &unmanaged, &["a"], &[]);
+    assert!(deletions(&r).is_empty(), "{r:#?}");
+    assert_eq!(
+        outcome(&r, "a", "ConfigMap/default/cfg"),
+        LeaveOutcome::Protected
+    );
+}
+
 #[test]
 fn a_dependency_on_another_source_does_not_order_the_revision() {
     // b depends on a, but reads another source: a being Ready says nothing about this revision.
@@ -216,6 +232,11 @@ fn what_a_deletion_means_depends_on_the_object() {
 
     let namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n";
     assert_eq!(consequence_of(namespace).0, Consequence::Cascade);
+
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n";
+    let (c, effect) = consequence_of(crd);
+    assert_eq!(c, Consequence::Cascade);
+    assert!(effect.contains("every object of that kind"), "{effect}");
 
     let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n  accessModes: [ReadWriteOnce]\n";
     assert_eq!(consequence_of(pvc).0, Consequence::DataLoss);
