@@ -506,10 +506,10 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
     }
     let gates = plan.verified_by.join(" + ");
     match plan.kustomize_layers {
-        Some((built, affected)) => {
-            let noun = if affected == 1 { "layer" } else { "layers" };
-            format!("verified: {gates} ({built} of {affected} {noun} built)")
-        }
+        Some((built, affected)) => format!(
+            "verified: {gates} ({built} of {} built)",
+            crate::rules::plural(affected, "layer", "layers")
+        ),
         None => format!("verified: {gates}"),
     }
 }

@@ -212,7 +212,7 @@ impl<'r> Model<'r> {
 
     /// Whether the object is written in a file that kustomizations name only as a patch: it
     /// is an edit of another object, not an object Flux applies as written.
-    pub fn in_patch_file(&self, idx: ObjectIdx) -> bool {
+    fn in_patch_file(&self, idx: ObjectIdx) -> bool {
         self.patch_only_files.contains(&self.object(idx).file)
     }
 

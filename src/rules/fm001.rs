@@ -28,9 +28,10 @@ static META: RuleMeta = RuleMeta {
 const TRADEOFF: &str = "Health gating is lost for an object nobody consumes (the controllers \
 and CRDs dependents need stay gated by the old layer); a bad FluxInstance now stalls only itself \
 instead of every layer behind the old one; no layer waits on it any more, so its failure shows \
-in the FluxInstance's own status (and in alerts on it) instead of as a timeout of the old layer. It does not make a bad trust setting of the root source (spec.verify, \
-credentials) correctable through Git: a source that rejects every revision rejects the \
-correcting one too (see `fluxmend simulate --fail`).";
+in the FluxInstance's own status (and in alerts on it) instead of as a timeout of the old layer. \
+It does not make a bad trust setting of the root source (spec.verify, credentials) correctable \
+through Git: a source that rejects every revision rejects the correcting one too (see \
+`fluxmend simulate --fail`).";
 
 /// Name of the layer the instance moves to.
 const NEW_LAYER: &str = "flux-instance";

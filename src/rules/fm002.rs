@@ -20,7 +20,7 @@ use super::layer_split::{
     layer_document_head, modelines, needs_protection, prefix, protect_first, register,
     relative_below, remove_items, resources_list, second_phase, spec_indent,
 };
-use super::{Finding, Fix, Rule, RuleMeta};
+use super::{Finding, Fix, Rule, RuleMeta, plural};
 use crate::rollout::restarts_only;
 
 pub struct DisposableWorkloadInGatedLayer;
@@ -147,10 +147,6 @@ fn names(layers: &[LayerRef]) -> String {
         .map(|l| l.to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn describe(

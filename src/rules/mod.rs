@@ -184,3 +184,8 @@ pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
     }
     out
 }
+
+/// `1 layer`, `2 layers`: counts in messages and reports read as a person would write them.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
