@@ -100,6 +100,18 @@ struct FixArgs {
     /// review) to FILE when there is a change; with or without --write/--commit.
     #[arg(long, value_name = "FILE")]
     pr_body: Option<PathBuf>,
+    /// Which fix to offer where the right one depends on what you meant. FM005 (healthChecks
+    /// ignored because wait is true): `wait` keeps waiting on everything the layer applies and
+    /// removes the ignored list (nothing changes on the cluster); `health-checks` sets
+    /// `wait: false` so the list becomes the gate (objects not listed are no longer waited on).
+    #[arg(long, value_enum, default_value_t = FixStrategy::Wait)]
+    strategy: FixStrategy,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FixStrategy {
+    Wait,
+    HealthChecks,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -439,7 +451,11 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         None => fluxmend::emit::apply::work_tree_prefix(&repo.root).unwrap_or_default(),
     };
     let model = build_model(&repo, &options)?;
-    let findings = fluxmend::rules::run(&model, &rules);
+    let strategy = match args.strategy {
+        FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
+        FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
+    };
+    let findings = fluxmend::rules::run_with(&model, &rules, strategy);
     let diagnostics = model.all_diagnostics();
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;

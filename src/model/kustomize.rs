@@ -190,6 +190,46 @@ pub(super) fn patch_only_files(model: &Model) -> HashSet<FileId> {
         .collect()
 }
 
+impl Model<'_> {
+    /// Every patch kustomize applies on the way `r` is rendered (the `patches`,
+    /// `patchesStrategicMerge` and `patchesJson6902` entries of each kustomization file in its
+    /// chain), as (file it is written in, its text): what can change the object after the
+    /// document the model reads, so a rule that trusts a field there can tell when it cannot.
+    pub fn patches_on_the_way(&self, r: &Rendered) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for &file in &r.chain {
+            let source = self.repo.file(file);
+            let dir = crate::load::parent_of(&source.path);
+            let Some(k) = self.kustomize_dirs.get(dir).filter(|k| k.file == file) else {
+                continue;
+            };
+            let yaml = &source.yaml;
+            for field in PATCH_FIELDS {
+                let Some(list) = yaml.lookup(k.root, &[field]) else {
+                    continue;
+                };
+                for &item in yaml.items(list) {
+                    let path = yaml
+                        .scalar(item)
+                        .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)));
+                    match path.and_then(|p| join(dir, p)) {
+                        Some(path) => {
+                            if let Some(id) = self.repo.file_id(&path) {
+                                out.push((path, self.repo.file(id).yaml.text.to_string()));
+                            }
+                        }
+                        None => out.push((
+                            source.path.clone(),
+                            yaml.slice(yaml.node(item).span).to_string(),
+                        )),
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 /// One object a directory renders: which object, its identity after the transformers, and the
 /// chain of kustomization files (outermost first) that brought it in.
 #[derive(Clone, Debug, PartialEq, Eq)]

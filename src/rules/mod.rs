@@ -4,6 +4,7 @@
 pub mod disposable;
 mod fm001;
 mod fm002;
+mod fm005;
 mod layer_split;
 
 use serde::Serialize;
@@ -100,11 +101,29 @@ pub struct Phase {
     pub stays: String,
 }
 
+/// Which fix a rule offers where more than one is right and only the user can choose
+/// (`fix --strategy`); each rule's document says what the choices do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strategy {
+    /// Keep what the cluster does today (FM005: `wait: true` stays, the ignored list goes).
+    #[default]
+    Wait,
+    /// Make the file's stated intent the behaviour (FM005: `wait: false`, the list becomes
+    /// the gate).
+    HealthChecks,
+}
+
 /// Every rule fluxmend knows, in id order.
 pub fn all() -> Vec<Box<dyn Rule>> {
+    all_with(Strategy::default())
+}
+
+/// Every rule, offering the fixes `strategy` chooses.
+pub fn all_with(strategy: Strategy) -> Vec<Box<dyn Rule>> {
     vec![
         Box::new(fm001::FluxInstanceInGatedLayer),
         Box::new(fm002::DisposableWorkloadInGatedLayer),
+        Box::new(fm005::HealthChecksIgnored { strategy }),
     ]
 }
 
@@ -140,7 +159,12 @@ pub fn select(values: &[String]) -> Result<Vec<String>, UnknownRule> {
 
 /// Run `rules` (all when empty) and return their findings, sorted by file and line.
 pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = all()
+    run_with(model, only, Strategy::default())
+}
+
+/// [`run`], with the fixes `strategy` chooses.
+pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = all_with(strategy)
         .iter()
         .filter(|r| only.is_empty() || only.iter().any(|id| id.eq_ignore_ascii_case(r.meta().id)))
         .flat_map(|r| r.check(model))

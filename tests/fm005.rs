@@ -1,0 +1,162 @@
+//! FM005 end to end on the fixture repositories: the finding and diff (snapshots), the written
+//! result equals `after/` byte for byte (CRLF kept), negative controls (a `healthChecks` list
+//! without `wait` is the gate; a layer document another cluster patches gets no fix), idempotence,
+//! and `--strategy health-checks`: `wait: false` instead, refused when the list names runners.
+
+mod common;
+
+use common::{
+    TempRepo, assert_fix_writes_after_tree, fix_runs, fixture, fluxmend, kubectl_kustomize,
+};
+
+const CASES: &[&str] = &["fm005-inline", "fm005-flow-crlf"];
+
+#[test]
+fn findings_and_diffs_match_snapshots() {
+    for case in CASES {
+        for (suffix, run) in fix_runs(case, &["--rule", "FM005"]) {
+            insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+            insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
+        }
+    }
+}
+
+#[test]
+fn written_result_equals_after_tree_and_converges() {
+    for case in CASES {
+        assert_fix_writes_after_tree(case, "FM005", &[]);
+    }
+}
+
+/// The finding names the ignored entries, what the layer really waits on, the entry it never
+/// checks and the layer behind it; the layer whose list is its gate (no `wait`) is not reported.
+#[test]
+fn the_finding_says_what_the_layer_really_waits_on() {
+    let root = fixture("fm005-inline", "before");
+    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let report = run.json();
+    let findings: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FM005")
+        .collect();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = findings[0];
+    assert_eq!(f["layer"]["name"], "apps");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["file"], "clusters/production/layers.yaml");
+    assert_eq!(f["line"], 41, "the healthChecks key");
+    assert_eq!(f["masked_objects"], 3, "objects waited on but not listed");
+    assert_eq!(f["blocked_layers"][0]["name"], "monitoring");
+    let message = f["message"].as_str().unwrap();
+    for part in [
+        "ignores its 2 healthChecks entries",
+        "all 4 objects it applies",
+        "Deployment/podinfo/podinfo is not applied by this layer and so never checked",
+        "flux-system/monitoring waits on all of them",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+}
+
+/// `--strategy health-checks` makes the list the gate: `wait: false`, nothing else changed,
+/// verified by every gate including a real kustomize build; the result has no FM005 finding.
+#[test]
+fn the_health_checks_strategy_sets_wait_false() {
+    let repo = TempRepo::copy_of(&fixture("fm005-inline", "before"));
+    let before = repo.read("clusters/production/layers.yaml");
+    let root = repo.path().to_str().unwrap();
+    let run = fluxmend(["fix", "--write", root, "--strategy", "health-checks"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("verified: builtin + kustomize"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("it then also waits on Deployment/podinfo/podinfo"),
+        "{}",
+        run.stderr
+    );
+    let after = repo.read("clusters/production/layers.yaml");
+    assert_eq!(
+        after,
+        before.replacen("  wait: true\n", "  wait: false\n", 1),
+        "only the wait value changes"
+    );
+    let check = fluxmend(["check", root, "--rule", "FM005"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    let again = fluxmend(["fix", root, "--strategy", "health-checks"]);
+    assert_eq!((again.code, again.stdout.as_str()), (0, ""), "{}", again.stderr);
+}
+
+/// A list of runners must not become the gate: that is the trap FM002 reports.
+#[test]
+fn the_health_checks_strategy_refuses_to_gate_on_runners() {
+    let root = fixture("forgejo-runners-in-apps", "before");
+    let run = fluxmend([
+        "fix",
+        root.to_str().unwrap(),
+        "--rule",
+        "FM005",
+        "--strategy",
+        "health-checks",
+    ]);
+    assert_eq!(run.stdout, "", "no change is offered");
+    assert!(
+        run.stderr
+            .contains("no fix: --strategy health-checks would make StatefulSet/forgejo/forgejo-runner-bridge"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("disposable workloads"), "{}", run.stderr);
+}
+
+/// The layer document is shared by two clusters and staging patches its `wait` off: staging
+/// has no finding, production has one without a fix, because the edit would change staging.
+#[test]
+fn a_layer_document_another_cluster_patches_is_not_edited() {
+    let root = fixture("fm005-shared-base", "before");
+    let root = root.to_str().unwrap();
+    let run = fluxmend(["check", root, "--format", "json"]);
+    let report = run.json();
+    let findings: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FM005")
+        .collect();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(
+        findings[0]["cluster"]
+            .as_str()
+            .unwrap()
+            .contains("./clusters/production"),
+        "{:#?}",
+        findings[0]
+    );
+    assert!(
+        !findings[0]["cluster"]
+            .as_str()
+            .unwrap()
+            .contains("./clusters/staging")
+    );
+    let fix = fluxmend(["fix", root, "--rule", "FM005"]);
+    assert_eq!(fix.stdout, "", "{}", fix.stderr);
+    assert!(
+        fix.stderr.contains(
+            "clusters/base/apps.yaml is also the layer flux-system/apps of cluster flux-system/flux-system (path ./clusters/staging), where a patch sets its wait or healthChecks"
+        ),
+        "{}",
+        fix.stderr
+    );
+    // The premise, checked with the independent renderer: staging's layer is rendered with
+    // wait false, production's with wait true.
+    let fixture_root = fixture("fm005-shared-base", "before");
+    let staging = kubectl_kustomize(&fixture_root.join("clusters/staging"));
+    let production = kubectl_kustomize(&fixture_root.join("clusters/production"));
+    assert!(staging.contains("wait: false"), "{staging}");
+    assert!(production.contains("wait: true"), "{production}");
+}
