@@ -427,7 +427,7 @@ fn plain_safe(value: &str) -> bool {
 /// the other C0 and C1 controls, and `\uXXXX` for the characters YAML reads as line breaks or
 /// does not allow (U+0085, U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF). Every other character,
 /// non-ASCII included, is printable and written as it is (Rust's `{:?}` escapes are not YAML).
-fn double_quoted(value: &str) -> String {
+pub fn double_quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {

@@ -298,7 +298,8 @@ fn completions_and_man_page() {
 
 #[test]
 fn select_ignore_and_exit_zero() {
-    // The forgejo runner layout has FM002 findings only; the FluxInstance one FM001 ones.
+    // The forgejo runner layout has FM002 findings and one FM005 (its ignored healthChecks);
+    // no FM001.
     let runners = fixture("forgejo-runners-in-apps", "before");
     let runners = runners.to_str().unwrap();
     let rules = |extra: &[&str]| -> (i32, Vec<String>) {
@@ -313,30 +314,36 @@ fn select_ignore_and_exit_zero() {
         ids.dedup();
         (run.code, ids)
     };
-    assert_eq!(rules(&[]), (1, vec!["FM002".to_string()]));
-    assert_eq!(rules(&["--ignore", "FM002"]).1, Vec::<String>::new());
+    let both = vec!["FM002".to_string(), "FM005".to_string()];
+    assert_eq!(rules(&[]), (1, both.clone()));
+    assert_eq!(rules(&["--ignore", "FM002"]).1, vec!["FM005".to_string()]);
     assert_eq!(
-        rules(&["--ignore", "disposable-workload-in-gated-layer"]).0,
-        0
+        rules(&[
+            "--ignore",
+            "disposable-workload-in-gated-layer,health-checks-ignored"
+        ]),
+        (0, Vec::new())
     );
     assert_eq!(
         rules(&["--select", "FM002"]),
         (1, vec!["FM002".to_string()])
     );
     assert_eq!(rules(&["--select", "FM001"]).1, Vec::<String>::new());
-    assert_eq!(rules(&["--exit-zero"]), (0, vec!["FM002".to_string()]));
+    assert_eq!(rules(&["--exit-zero"]), (0, both));
     // Usage errors: an unknown rule, ignoring every rule, --exit-zero with --fail-on.
+    let every_rule: Vec<&str> = fluxmend::rules::all().iter().map(|r| r.meta().id).collect();
+    let every_rule = every_rule.join(",");
     for bad in [
         &["--ignore", "FM999"][..],
-        &["--ignore", "FM001,FM002"],
+        &["--ignore", &every_rule],
         &["--select", "FM001", "--ignore", "FM001"],
         &["--exit-zero", "--fail-on", "error"],
     ] {
         let run = fluxmend([&["check"], bad, &[runners]].concat());
         assert_eq!(run.code, 2, "{bad:?}: {}", run.stderr);
     }
-    // fix honours --ignore: nothing to change once FM002 is left out.
-    let run = fluxmend(["fix", "--ignore", "FM002", runners]);
+    // fix honours --ignore: nothing to change once FM002 and FM005 are left out.
+    let run = fluxmend(["fix", "--ignore", "FM002,FM005", runners]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.is_empty());
 }

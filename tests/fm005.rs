@@ -76,7 +76,8 @@ fn the_health_checks_strategy_sets_wait_false() {
         run.stderr
     );
     assert!(
-        run.stderr.contains("it then also waits on Deployment/podinfo/podinfo"),
+        run.stderr
+            .contains("it then also waits on Deployment/podinfo/podinfo"),
         "{}",
         run.stderr
     );
@@ -89,7 +90,12 @@ fn the_health_checks_strategy_sets_wait_false() {
     let check = fluxmend(["check", root, "--rule", "FM005"]);
     assert_eq!(check.code, 0, "{}", check.stdout);
     let again = fluxmend(["fix", root, "--strategy", "health-checks"]);
-    assert_eq!((again.code, again.stdout.as_str()), (0, ""), "{}", again.stderr);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, ""),
+        "{}",
+        again.stderr
+    );
 }
 
 /// A list of runners must not become the gate: that is the trap FM002 reports.
@@ -106,12 +112,17 @@ fn the_health_checks_strategy_refuses_to_gate_on_runners() {
     ]);
     assert_eq!(run.stdout, "", "no change is offered");
     assert!(
-        run.stderr
-            .contains("no fix: --strategy health-checks would make StatefulSet/forgejo/forgejo-runner-bridge"),
+        run.stderr.contains(
+            "no fix: --strategy health-checks would make StatefulSet/forgejo/forgejo-runner-bridge"
+        ),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("disposable workloads"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("disposable workloads"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// The layer document is shared by two clusters and staging patches its `wait` off: staging

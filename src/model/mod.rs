@@ -190,6 +190,17 @@ impl<'r> Model<'r> {
         all
     }
 
+    /// Whether kustomizations name the file only as a patch: its documents edit other objects.
+    pub fn is_patch_file(&self, file: FileId) -> bool {
+        self.patch_only_files.contains(&file)
+    }
+
+    /// Whether a live layer reads the file at `path` (as an object, a kustomization or a file one
+    /// names): a rule about what Flux applies looks only there.
+    pub fn is_live_file(&self, path: &str) -> bool {
+        self.live_files.as_ref().is_none_or(|l| l.contains(path))
+    }
+
     /// Objects defined in a file, in document order (a file's objects are consecutive).
     pub fn objects_in(&self, file: usize) -> std::ops::Range<ObjectIdx> {
         match (self.file_objects.get(file), self.file_objects.get(file + 1)) {

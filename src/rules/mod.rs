@@ -4,6 +4,7 @@
 pub mod disposable;
 mod fm001;
 mod fm002;
+mod fm003;
 mod fm005;
 mod layer_split;
 
@@ -71,7 +72,14 @@ pub struct Fix {
     /// Disposable workloads whose deletion and re-creation during the rollout (pods restart)
     /// the fix accepts and says so; the transition gate refuses any other deletion.
     pub may_restart: Vec<ObjectKey>,
+    /// For a fix whose purpose is a change of content: the canonical form the gates put the
+    /// content before and after in. They then pass the fix when the two are equal in it, that
+    /// is when the fix made that change and no other.
+    pub normalise: Option<Normalise>,
 }
+
+/// A canonical form of an object's content (see [`Fix::normalise`]).
+pub type Normalise = fn(crate::parse::Value) -> crate::parse::Value;
 
 impl Fix {
     /// A one-step fix that protects nothing and accepts no restart.
@@ -83,6 +91,7 @@ impl Fix {
             phase: None,
             protects: Vec::new(),
             may_restart: Vec::new(),
+            normalise: None,
         }
     }
 }
@@ -123,6 +132,7 @@ pub fn all_with(strategy: Strategy) -> Vec<Box<dyn Rule>> {
     vec![
         Box::new(fm001::FluxInstanceInGatedLayer),
         Box::new(fm002::DisposableWorkloadInGatedLayer),
+        Box::new(fm003::MultiIdentityVerify),
         Box::new(fm005::HealthChecksIgnored { strategy }),
     ]
 }

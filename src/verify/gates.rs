@@ -165,7 +165,15 @@ pub fn kustomize_gate(
         return Ok(kustomize::Outcome::default());
     };
     let files = apply::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
-    kustomize::check(tool, repo, model, options, &files, &fix.protects).map_err(fail)
+    kustomize::check(
+        tool,
+        repo,
+        model,
+        options,
+        &files,
+        &super::Allowed::of(std::iter::once(fix)),
+    )
+    .map_err(fail)
 }
 
 /// `fix`: verify every finding's fix with the gates of `mode` (`tool`: the kustomize renderer,
@@ -264,13 +272,9 @@ pub fn plan_with(
     plan
 }
 
-/// The objects the plan's fixes protect in place (their one allowed content change).
-fn protected(plan: &Plan) -> Vec<crate::model::ObjectKey> {
-    plan.findings
-        .iter()
-        .filter_map(|f| f.fix.as_ref())
-        .flat_map(|f| f.protects.iter().cloned())
-        .collect()
+/// The content changes the plan's fixes intend (protection in place, canonical forms).
+fn protected(plan: &Plan) -> super::Allowed {
+    super::Allowed::of(plan.findings.iter().filter_map(|f| f.fix.as_ref()))
 }
 
 fn drop_fix(f: &mut Finding, reason: &str) {

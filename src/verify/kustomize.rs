@@ -331,10 +331,10 @@ pub fn check(
     model: &Model,
     options: &ModelOptions,
     files: &[FileChange],
-    protects: &[ObjectKey],
+    allowed: &super::Allowed,
 ) -> Result<Outcome, String> {
     let _signals = signal::Guard::new();
-    let result = check_confined(tool, repo, model, options, files, protects);
+    let result = check_confined(tool, repo, model, options, files, allowed);
     if signal::pending() {
         return Err("interrupted".into());
     }
@@ -347,7 +347,7 @@ fn check_confined(
     model: &Model,
     options: &ModelOptions,
     files: &[FileChange],
-    protects: &[ObjectKey],
+    allowed: &super::Allowed,
 ) -> Result<Outcome, String> {
     let after_repo = repo.with_changes(&apply::as_overlay(files));
     let after = Model::build(&after_repo, options);
@@ -522,8 +522,8 @@ fn check_confined(
         .filter(|k| !unverifiable.contains_key(*k))
         .count();
 
-    let before_set = multiset(&before_builds, &touched, &excluded, &[]);
-    let after_set = multiset(&after_builds, &touched, &excluded, protects);
+    let before_set = multiset(&before_builds, &touched, &excluded, allowed, false);
+    let after_set = multiset(&after_builds, &touched, &excluded, allowed, true);
     outcome.objects = before_set.values().map(|(n, _)| n).sum();
     let counts = |m: &Multiset| -> BTreeMap<(usize, Value), usize> {
         m.iter().map(|(k, (n, _))| (k.clone(), *n)).collect()
@@ -1131,7 +1131,8 @@ fn multiset(
     builds: &[Build],
     touched: &HashSet<LayerKey>,
     excluded: &HashSet<(usize, String, String, String, String)>,
-    protects: &[ObjectKey],
+    allowed: &super::Allowed,
+    after: bool,
 ) -> Multiset {
     let mut out: Multiset = BTreeMap::new();
     for b in builds {
@@ -1149,20 +1150,16 @@ fn multiset(
                 && touched.iter().any(|(c, lns, lname)| {
                     *c == b.layer.0 && *lname == name && (ns.is_empty() || *lns == ns)
                 });
-            let protected = protects.iter().any(|k| {
-                k.api_version == api.as_str()
-                    && k.kind == kind.as_str()
-                    && k.name == name.as_str()
-                    && k.namespace.as_deref().unwrap_or_default() == ns
-            });
+            let key = ObjectKey {
+                api_version: api.as_str().into(),
+                kind: kind.as_str().into(),
+                namespace: (!ns.is_empty()).then(|| ns.as_str().into()),
+                name: name.as_str().into(),
+            };
             if flux_layer || excluded.contains(&(b.layer.0, api, kind, ns, name)) {
                 continue;
             }
-            let doc = if protected {
-                super::without_protection(d.clone())
-            } else {
-                d.clone()
-            };
+            let doc = allowed.content(&key, d.clone(), after);
             let entry = out
                 .entry((b.layer.0, doc))
                 .or_insert_with(|| (0, BTreeSet::new()));

@@ -59,12 +59,49 @@ enum Content {
     Data(Value),
 }
 
+/// The content changes the fixes of a change intend, which the comparing gates accept: the
+/// `prune: disabled` annotation on the objects a phase protects, and the canonical forms of
+/// fixes whose purpose is a change of content.
+#[derive(Debug, Default)]
+pub struct Allowed {
+    pub protects: Vec<ObjectKey>,
+    pub normalise: Vec<crate::rules::Normalise>,
+}
+
+impl Allowed {
+    /// What the given fixes intend.
+    pub fn of<'a>(fixes: impl Iterator<Item = &'a crate::rules::Fix>) -> Allowed {
+        let mut allowed = Allowed::default();
+        for fix in fixes {
+            allowed.protects.extend(fix.protects.iter().cloned());
+            if let Some(n) = fix.normalise
+                && !allowed.normalise.contains(&n)
+            {
+                allowed.normalise.push(n);
+            }
+        }
+        allowed
+    }
+
+    /// An object's content as the comparison sees it: on the side after the change without
+    /// its protection (when protected), and on both sides in the fixes' canonical forms.
+    pub fn content(&self, key: &ObjectKey, value: Value, after: bool) -> Value {
+        let value = if after && self.protects.contains(key) {
+            without_protection(value)
+        } else {
+            value
+        };
+        self.normalise.iter().fold(value, |v, n| n(v))
+    }
+}
+
 /// Every object the live layers apply, per cluster, with its content: what must not change.
 fn rendered_multiset(
     model: &Model,
     skip_layer_objects: &HashSet<(usize, String)>,
     changed: &HashSet<&str>,
-    protects: &[ObjectKey],
+    allowed: &Allowed,
+    after: bool,
 ) -> BTreeMap<(usize, String, Content), usize> {
     let mut out = BTreeMap::new();
     for (_, layer) in model.live_layers() {
@@ -80,11 +117,7 @@ fn rendered_multiset(
             let file = model.repo.file(obj.file);
             let content = if changed.contains(file.path.as_str()) {
                 let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
-                Content::Data(if protects.contains(&r.key) {
-                    without_protection(value)
-                } else {
-                    value
-                })
+                Content::Data(allowed.content(&r.key, value, after))
             } else {
                 Content::Untouched(file.path.clone(), obj.doc)
             };
@@ -178,9 +211,9 @@ fn check(
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let fixes = || findings.iter().filter_map(|f| f.fix.as_ref());
-    let protects: Vec<ObjectKey> = fixes().flat_map(|f| f.protects.iter().cloned()).collect();
-    let before_set = rendered_multiset(model, &touched, &changed, &[]);
-    let after_set = rendered_multiset(&after, &touched, &changed, &protects);
+    let allowed = Allowed::of(fixes());
+    let before_set = rendered_multiset(model, &touched, &changed, &allowed, false);
+    let after_set = rendered_multiset(&after, &touched, &changed, &allowed, true);
     if before_set != after_set {
         let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
         let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
