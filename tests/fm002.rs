@@ -27,6 +27,7 @@ const CASES: &[&str] = &[
     "fm002-helm-runners",
     "fm002-generated",
     "fm002-runners-folder",
+    "fm002-components",
 ];
 
 #[test]
@@ -1105,5 +1106,40 @@ fn a_chart_source_in_another_namespace_moves_with_its_only_runner_or_is_needed_w
     assert!(
         fix.contains("dependsOn apps: it needs HelmRepository/flux-system/charts"),
         "{fix}"
+    );
+}
+
+/// A component of the kustomization that lists the runner (a patch by label selector) is carried
+/// into the new folder, re-rooted: the runner still gets its node selector, the server too.
+#[test]
+fn a_component_of_the_listing_kustomization_is_carried_over() {
+    let after = fixture("fm002-components", "after");
+    let runners = kubectl_kustomize(&after.join("apps/forgejo/runners"));
+    assert!(runners.contains("name: forgejo-runner"), "{runners}");
+    assert!(runners.contains("pool: ci"), "{runners}");
+    let stays = kubectl_kustomize(&after.join("apps/forgejo"));
+    assert!(!stays.contains("forgejo-runner"), "{stays}");
+    assert!(stays.contains("pool: ci"), "{stays}");
+}
+
+/// A component that adds objects would add them to both layers: no fix, and the reason.
+#[test]
+fn a_component_that_adds_objects_is_not_carried() {
+    let repo = TempRepo::copy_of(&fixture("fm002-components", "phase1"));
+    repo.append(
+        "components/ci-node-pool/kustomization.yaml",
+        "resources:\n  - priority-class.yaml\n",
+    );
+    repo.write(
+        "components/ci-node-pool/priority-class.yaml",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: ci\nvalue: 1000\n",
+    );
+    let run = fluxmend(["fix", repo.path().to_str().unwrap()]);
+    assert_eq!(run.stdout, "", "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("cannot be carried over as it is (it adds objects"),
+        "{}",
+        run.stderr
     );
 }

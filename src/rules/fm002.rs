@@ -611,8 +611,8 @@ impl Ctx<'_, '_, '_> {
         let (kfile, item) = bringing_entry(model, r, k - 1)
             .ok_or_else(|| format!("cannot find the resources entry that lists {dir}"))?;
         self.remove_entries(kfile, &[item])?;
-        let lines = self.carry(an, &r.chain[..k], members, false)?;
-        if lines.is_empty() {
+        let carried = self.carry(an, &r.chain[..k], members, false)?;
+        if carried.is_empty() {
             return Ok(dir.to_string());
         }
         let lister = model.repo.file(kfile);
@@ -624,8 +624,9 @@ impl Ctx<'_, '_, '_> {
             Some(lister),
             listing_dir,
             layer_name,
-            &lines,
+            &carried.lines,
             &[rel],
+            &carried.components_from(&folder),
         );
         self.changes
             .create(&format!("{folder}/kustomization.yaml"), text);
@@ -761,9 +762,9 @@ impl Ctx<'_, '_, '_> {
                 None => files.push((file, vec![i])),
             }
         }
-        let lines = self.carry(an, chain, members, true)?;
+        let carried = self.carry(an, chain, members, true)?;
         if let Some(dir) = self.own_folder(listing, &files) {
-            return self.plan_own_folder(dir, chain, &files, &lines, layer_name);
+            return self.plan_own_folder(dir, chain, &files, &carried, layer_name);
         }
         let folder = self.free_folder(&base)?;
         let lister = listing.map(|f| model.repo.file(f));
@@ -870,7 +871,15 @@ impl Ctx<'_, '_, '_> {
             .iter()
             .map(|n| format!("{}{n}", if dot_slash { "./" } else { "" }))
             .collect();
-        let out = kustomization_text(eol, lister, &from, layer_name, &lines, &entries);
+        let out = kustomization_text(
+            eol,
+            lister,
+            &from,
+            layer_name,
+            &carried.lines,
+            &entries,
+            &carried.components_from(&folder),
+        );
         self.changes
             .create(&format!("{folder}/kustomization.yaml"), out);
         Ok(folder)
@@ -917,7 +926,7 @@ impl Ctx<'_, '_, '_> {
         dir: String,
         chain: &[FileId],
         files: &[(FileId, Vec<usize>)],
-        lines: &[String],
+        carried: &Carried,
         layer_name: &str,
     ) -> Result<String, String> {
         let model = self.model;
@@ -954,8 +963,9 @@ impl Ctx<'_, '_, '_> {
             Some(lister),
             parent_of(&lister.path),
             layer_name,
-            lines,
+            &carried.lines,
             &entries,
+            &carried.components_from(&dir),
         );
         self.changes
             .create(&format!("{dir}/kustomization.yaml"), text);
@@ -991,7 +1001,7 @@ impl Ctx<'_, '_, '_> {
         levels: &[FileId],
         members: &[usize],
         innermost_is_listing: bool,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Carried, String> {
         let model = self.model;
         let moved: Vec<&Rendered> = members
             .iter()
@@ -1002,6 +1012,7 @@ impl Ctx<'_, '_, '_> {
         let mut suffixes: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
         let mut plain: BTreeMap<&str, Vec<(usize, NodeId, NodeId)>> = BTreeMap::new();
         let mut patches: Vec<String> = Vec::new();
+        let mut components: Vec<String> = Vec::new();
         for (level, &file) in levels.iter().enumerate() {
             let f = model.repo.file(file);
             let yaml = &f.yaml;
@@ -1085,19 +1096,30 @@ impl Ctx<'_, '_, '_> {
                         }
                     }
                     "components" => {
+                        // A component runs before its kustomization's own transformers and after
+                        // those of the levels inside it: in the one new kustomization (which
+                        // applies every carried level's transformers) that order holds for a
+                        // component of the last level only. One that adds objects would add them
+                        // twice.
                         for c in &k.components {
-                            let ok = match &c.target {
-                                RefTarget::Dir(d) => model
-                                    .kustomize_dirs
-                                    .get(d)
-                                    .is_some_and(|comp| only_resources(model, comp.file)),
-                                _ => false,
+                            let comp = match &c.target {
+                                RefTarget::Dir(d) => model.kustomize_dirs.get(d).map(|k| (d, k)),
+                                _ => None,
                             };
-                            if !ok {
-                                return Err(format!(
-                                    "{}: a component of this kustomization may change the moved objects; fluxmend does not carry components over",
-                                    at(value)
-                                ));
+                            match comp {
+                                Some((_, comp)) if only_resources(model, comp.file) => {}
+                                Some((d, comp))
+                                    if level + 1 == levels.len()
+                                        && transforms_only(model, comp.file) =>
+                                {
+                                    components.push(d.clone());
+                                }
+                                _ => {
+                                    return Err(format!(
+                                        "{}: a component of this kustomization may change the moved objects and cannot be carried over as it is (it adds objects, or an inner kustomization transforms them first)",
+                                        at(value)
+                                    ));
+                                }
                             }
                         }
                     }
@@ -1233,12 +1255,58 @@ impl Ctx<'_, '_, '_> {
                     .flat_map(|p| p.split('\n').map(str::to_string)),
             );
         }
-        Ok(lines)
+        Ok(Carried { lines, components })
     }
 }
 
+/// What a new folder's kustomization does to the moved objects: the carried fields (lines
+/// without line endings), and the components it applies (repository directories, written
+/// relative to the new folder).
+struct Carried {
+    lines: Vec<String>,
+    components: Vec<String>,
+}
+
+impl Carried {
+    fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.components.is_empty()
+    }
+
+    /// The component directories relative to `folder`.
+    fn components_from(&self, folder: &str) -> Vec<String> {
+        self.components
+            .iter()
+            .map(|c| relative_path(folder, c))
+            .collect()
+    }
+}
+
+/// A component that only transforms what it is applied to: no resources, generators or
+/// components of its own (they would add objects to both layers).
+fn transforms_only(model: &Model, file: FileId) -> bool {
+    let f = model.repo.file(file);
+    let Some(doc) = f.yaml.docs.first() else {
+        return false;
+    };
+    f.yaml
+        .lookup(doc.root, &["kind"])
+        .and_then(|n| f.yaml.scalar(n))
+        == Some("Component")
+        && [
+            "resources",
+            "bases",
+            "components",
+            "configMapGenerator",
+            "secretGenerator",
+            "generators",
+            "helmCharts",
+        ]
+        .iter()
+        .all(|k| f.yaml.lookup(doc.root, &[k]).is_none())
+}
+
 /// A new folder's kustomization: the listing kustomization's `---` and modelines, a comment,
-/// the carried lines and the resources.
+/// the carried lines, the resources and the carried components.
 fn kustomization_text(
     eol: &str,
     lister: Option<&crate::load::SourceFile>,
@@ -1246,6 +1314,7 @@ fn kustomization_text(
     layer_name: &str,
     lines: &[String],
     resources: &[String],
+    components: &[String],
 ) -> String {
     let mut out = String::new();
     let mut item_indent = "  ".to_string();
@@ -1279,6 +1348,12 @@ fn kustomization_text(
     out.push_str(&format!("resources:{eol}"));
     for r in resources {
         out.push_str(&format!("{item_indent}- {}{eol}", edit::scalar_text(r)));
+    }
+    if !components.is_empty() {
+        out.push_str(&format!("components:{eol}"));
+        for c in components {
+            out.push_str(&format!("{item_indent}- {}{eol}", edit::scalar_text(c)));
+        }
     }
     out
 }
