@@ -1143,3 +1143,40 @@ fn a_component_that_adds_objects_is_not_carried() {
         run.stderr
     );
 }
+
+/// A cluster overlay that patches the old layer by name (a patch file holding `Kustomization`
+/// `apps`) does not reach the new layer: the move says so; without it (negative control) it
+/// says nothing is left behind.
+#[test]
+fn an_overlay_patch_of_the_old_layer_is_named_as_not_carried() {
+    let repo = TempRepo::copy_of(&fixture("fm002-components", "phase1"));
+    let description = |repo: &TempRepo| {
+        let report = fluxmend(["fix", repo.path().to_str().unwrap(), "--format", "json"]).json();
+        report["findings"][0]["fix"]["description"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a fix: {report}"))
+            .to_string()
+    };
+    repo.write(
+        "clusters/lab/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - flux-system\n  - apps.yaml\n",
+    );
+    let plain = description(&repo);
+    assert!(plain.starts_with("phase 2 of 2: move"), "{plain}");
+    assert!(!plain.contains("not carried"), "{plain}");
+    repo.append(
+        "clusters/lab/kustomization.yaml",
+        "patches:\n  - path: apps-timeout.yaml\n",
+    )
+    .write(
+        "clusters/lab/apps-timeout.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  timeout: 20m\n",
+    );
+    let patched = description(&repo);
+    assert!(
+        patched.contains(
+            "not carried: the patch at clusters/lab/kustomization.yaml:7 of flux-system/apps by name (review whether apps-runners needs the same)"
+        ),
+        "{patched}"
+    );
+}

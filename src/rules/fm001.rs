@@ -11,8 +11,8 @@ use crate::parse::{NodeId, NodeKind, YamlFile};
 
 use super::layer_split::{
     CARRIED, bringing_entry, copy_entry_nodes, entry_location, free_name, layer_document_head,
-    needs_protection, prefix, protect_first, register, relative_below, remove_items,
-    remove_resource_entry, second_phase, spec_indent,
+    needs_protection, not_carried_patches, prefix, protect_first, register, relative_below,
+    remove_items, remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -379,17 +379,7 @@ fn split_out(
     let path_text = format!("{}/{}", layer.path.trim_end_matches('/'), subpath);
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
     register(model, layer, &[(name.clone(), doc)], &mut changes)?;
-    let patches = patches_by_name(model, layer);
-    let not_carried = if patches.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; not carried: the patch{} at {} of {} by name (review whether {name} needs the same)",
-            if patches.len() == 1 { "" } else { "es" },
-            patches.join(", "),
-            layer.id
-        )
-    };
+    let not_carried = not_carried_patches(model, layer, &name);
     Ok(Fix::new(
         format!(
             "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false){not_carried}",
@@ -564,49 +554,6 @@ fn new_layer_document(
     if !done_wait {
         depends_on(&mut line);
     }
-    out
-}
-
-/// The `patches` entries of the kustomizations that bring the old layer object into its parent
-/// and target it by name (a cluster overlay's `timeout`, say): they do not reach the new layer,
-/// and whether they should is the overlay author's call. As `file:line`.
-fn patches_by_name(model: &Model, layer: &Layer) -> Vec<String> {
-    let (Some(obj), Some(parent)) = (layer.object, layer.applied_by) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (_, r) in model.layer(parent).inventory() {
-        if r.object != obj {
-            continue;
-        }
-        for &file in &r.chain {
-            let f = model.repo.file(file);
-            let Some(k) = model.kustomize_dirs.get(parent_of(&f.path)) else {
-                continue;
-            };
-            let Some(list) = f.yaml.lookup(k.root, &["patches"]) else {
-                continue;
-            };
-            for &item in f.yaml.items(list) {
-                let target = |key: &str| {
-                    f.yaml
-                        .lookup(item, &["target", key])
-                        .and_then(|n| f.yaml.scalar(n))
-                };
-                if target("kind").is_none_or(|k| k == "Kustomization")
-                    && target("name") == Some(layer.id.name.as_str())
-                {
-                    out.push(format!(
-                        "{}:{}",
-                        f.path,
-                        f.yaml.line_of(f.yaml.node(item).span.start)
-                    ));
-                }
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
     out
 }
 

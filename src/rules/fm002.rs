@@ -17,8 +17,8 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 use super::disposable::{Analysis, Bundle, REPO_FILE};
 use super::layer_split::{
     CARRIED, bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name,
-    layer_document_head, modelines, needs_protection, prefix, protect_first, register,
-    relative_below, remove_items, resources_list, second_phase, spec_indent,
+    layer_document_head, modelines, needs_protection, not_carried_patches, prefix, protect_first,
+    register, relative_below, remove_items, resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, plural};
 use crate::rollout::restarts_only;
@@ -484,6 +484,8 @@ fn plan_move(
             layer.id.name
         ));
     }
+    let new_names: Vec<&str> = docs.iter().map(|(n, _)| n.as_str()).collect();
+    description.push_str(&not_carried_patches(model, layer, &new_names.join(" and ")));
     Ok(Fix::new(description, TRADEOFF, changes))
 }
 

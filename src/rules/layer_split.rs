@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
 use crate::load::{FileId, parent_of};
-use crate::model::{Layer, Model, ObjectIdx, RefTarget, Rendered};
+use crate::model::{Layer, Model, ObjectIdx, RefTarget, Rendered, join};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 use crate::rollout::{PRUNE_DISABLED, prune_exempt};
 
@@ -513,4 +513,78 @@ pub(super) fn second_phase(fix: &mut Fix, layer: &Layer, stays: &str) {
         ),
         stays: stays.to_string(),
     });
+}
+
+/// The patches of the kustomizations that bring the old layer object into its parent and edit
+/// it by name (a cluster overlay's `timeout`, say): an inline `patches` entry whose target is
+/// that Kustomization, or a patch file (`patches` path, `patchesStrategicMerge`) holding a
+/// Kustomization of that name. They do not reach the new layer, and whether they should is the
+/// overlay author's call. As `file:line`.
+fn patches_by_name(model: &Model, layer: &Layer) -> Vec<String> {
+    let (Some(obj), Some(parent)) = (layer.object, layer.applied_by) else {
+        return Vec::new();
+    };
+    let name = layer.id.name.as_str();
+    let names_layer = |path: &str| {
+        model.repo.file_id(path).is_some_and(|id| {
+            model.objects_in(id).any(|o| {
+                let key = &model.object(o).key;
+                key.kind == "Kustomization" && key.name == name
+            })
+        })
+    };
+    let mut out = Vec::new();
+    for (_, r) in model.layer(parent).inventory() {
+        if r.object != obj {
+            continue;
+        }
+        for &file in &r.chain {
+            let f = model.repo.file(file);
+            let dir = parent_of(&f.path);
+            let Some(k) = model.kustomize_dirs.get(dir) else {
+                continue;
+            };
+            for field in ["patches", "patchesStrategicMerge"] {
+                let Some(list) = f.yaml.lookup(k.root, &[field]) else {
+                    continue;
+                };
+                for &item in f.yaml.items(list) {
+                    let text = |n: Option<NodeId>| n.and_then(|n| f.yaml.scalar(n));
+                    let target = |key: &str| text(f.yaml.lookup(item, &["target", key]));
+                    let file_path = text(Some(item))
+                        .or_else(|| text(f.yaml.lookup(item, &["path"])))
+                        .and_then(|p| join(dir, p));
+                    let by_target = target("kind").is_none_or(|k| k == "Kustomization")
+                        && target("name") == Some(name);
+                    let by_file =
+                        target("name").is_none() && file_path.as_deref().is_some_and(names_layer);
+                    if by_target || by_file {
+                        out.push(format!(
+                            "{}:{}",
+                            f.path,
+                            f.yaml.line_of(f.yaml.node(item).span.start)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// For a move's description: the patches of the old layer by name that the new layer `name`
+/// does not get, or nothing.
+pub(super) fn not_carried_patches(model: &Model, layer: &Layer, name: &str) -> String {
+    let patches = patches_by_name(model, layer);
+    if patches.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; not carried: the patch{} at {} of {} by name (review whether {name} needs the same)",
+        if patches.len() == 1 { "" } else { "es" },
+        patches.join(", "),
+        layer.id
+    )
 }
