@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
 
+pub mod resourceset;
 pub mod revision;
 
 /// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
@@ -103,6 +104,10 @@ pub struct Repo {
     dir_children: HashMap<String, Vec<String>>,
     /// Every non-YAML or skipped file path, so that `resources` entries naming them resolve.
     other_files: BTreeSet<String>,
+    /// The files fluxmend generated (the objects a ResourceSet generates,
+    /// [`resourceset::generated_path`]), with what they come from. They are in `files`, not in
+    /// any directory, and no fix may edit them.
+    generated: BTreeMap<String, String>,
 }
 
 /// The repository root could not be read at all.
@@ -143,6 +148,7 @@ impl Repo {
             dir_files: HashMap::default(),
             dir_children: HashMap::default(),
             other_files: BTreeSet::new(),
+            generated: BTreeMap::new(),
         };
         let mut candidates = Vec::new();
         // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
@@ -332,6 +338,7 @@ impl Repo {
                 }
             }
         }
+        resourceset::expand(&mut repo);
         repo.index_dirs();
         repo.debug_assert_sorted();
         Ok(repo)
@@ -348,11 +355,12 @@ impl Repo {
             dir_files: HashMap::default(),
             dir_children: HashMap::default(),
             other_files: self.other_files.clone(),
+            generated: BTreeMap::new(),
         };
         let mut sources: Vec<Arc<SourceFile>> = self
             .files
             .iter()
-            .filter(|f| !changes.contains_key(&f.path))
+            .filter(|f| !changes.contains_key(&f.path) && !self.generated.contains_key(&f.path))
             .cloned()
             .collect();
         for (path, text) in changes {
@@ -377,9 +385,30 @@ impl Repo {
                 .push(repo.files.len());
             repo.files.push(source);
         }
+        resourceset::expand(&mut repo);
         repo.index_dirs();
         repo.debug_assert_sorted();
         repo
+    }
+
+    /// Rebuild the per-directory file index after `files` changed order (generated files,
+    /// which belong to no directory, left out).
+    fn reindex_files(&mut self) {
+        self.dir_files.clear();
+        for (id, f) in self.files.iter().enumerate() {
+            if !self.generated.contains_key(&f.path) {
+                self.dir_files
+                    .entry(parent_of(&f.path).to_string())
+                    .or_default()
+                    .push(id);
+            }
+        }
+    }
+
+    /// What a generated file comes from (`ResourceSet ns/name (file:line)`); `None` for a file
+    /// of the repository.
+    pub fn generated_from(&self, path: &str) -> Option<&str> {
+        self.generated.get(path).map(String::as_str)
     }
 
     /// `file_id` is a binary search: `files` must be sorted by path, each path once.

@@ -287,6 +287,31 @@ impl Model<'_> {
     }
 }
 
+/// The file the loader generated from a ResourceSet: `None` for another object, and for a
+/// ResourceSet it could not expand.
+fn resource_set_file(model: &Model, idx: ObjectIdx) -> Option<Option<crate::load::FileId>> {
+    let obj = model.object(idx);
+    if !obj.is(FLUX_OPERATOR_GROUP, "ResourceSet") {
+        return None;
+    }
+    let file = model.repo.file(obj.file);
+    let namespace = file
+        .yaml
+        .lookup(obj.root, &["metadata", "namespace"])
+        .and_then(|n| file.yaml.scalar(n))
+        .unwrap_or("default");
+    let path = crate::load::resourceset::generated_path(&file.path, namespace, &obj.key.name);
+    Some(model.repo.file_id(&path))
+}
+
+/// The objects the loader generated from a ResourceSet (none for another object, or a
+/// ResourceSet it could not expand).
+fn generated_by_resource_set(model: &Model, idx: ObjectIdx) -> std::ops::Range<ObjectIdx> {
+    resource_set_file(model, idx)
+        .flatten()
+        .map_or(0..0, |id| model.objects_in(id))
+}
+
 fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
     model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization") && !model.in_patch_file(idx)
 }
@@ -813,6 +838,13 @@ impl Builder<'_, '_> {
                 if is_flux_kustomization(model, r.object) {
                     applied.push((r.object, r.key.clone()));
                 }
+                // flux-operator applies what a ResourceSet generates: its Flux Kustomizations
+                // are layers below the one that applies the ResourceSet.
+                for generated in generated_by_resource_set(model, r.object) {
+                    if is_flux_kustomization(model, generated) {
+                        applied.push((generated, model.object(generated).key.clone()));
+                    }
+                }
             }
             let unmodelled = unmodelled_fields(model, &dir, &inventory);
             if !unmodelled.is_empty() {
@@ -1091,12 +1123,17 @@ fn resolve_dependencies(model: &mut Model) {
     for (i, l) in model.layers.iter().enumerate() {
         by_id.entry((l.cluster, &l.id)).or_default().push(i);
     }
-    // Clusters with a layer whose names the model may have wrong: a target missing there may be
-    // one of those layers' objects under its real name.
+    // Clusters with a layer whose names the model may have wrong, or that applies a ResourceSet
+    // the loader could not expand: a target missing there may be one of those layers' objects
+    // under its real name, or a layer the ResourceSet generates.
     let uncertain: HashSet<usize> = model
         .layers
         .iter()
-        .filter(|l| l.variants.iter().any(|v| !v.unmodelled.is_empty()))
+        .filter(|l| {
+            l.variants.iter().any(|v| !v.unmodelled.is_empty())
+                || l.inventory()
+                    .any(|(_, r)| resource_set_file(model, r.object) == Some(None))
+        })
         .map(|l| l.cluster)
         .collect();
     let mut resolved = Vec::new();
@@ -1115,7 +1152,7 @@ fn resolve_dependencies(model: &mut Model) {
                         Diagnostic::new(
                             Severity::Note,
                             file.map_or("", |f| f.path.as_str()),
-                            format!("{} dependsOn {dep}, which no modelled Flux Kustomization defines; a layer of this cluster is not fully modelled and may define it", layer.id),
+                            format!("{} dependsOn {dep}, which no modelled Flux Kustomization defines; a layer of this cluster is not fully modelled (or applies a ResourceSet fluxmend could not expand) and may define it", layer.id),
                         )
                         .at(line, col),
                     );

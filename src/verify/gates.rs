@@ -190,6 +190,18 @@ pub fn plan_with(
     // included), no name may exceed 255 bytes, no path may lead through a link.
     for f in &mut findings {
         let Some(fix) = &f.fix else { continue };
+        if let Some((path, origin)) = fix
+            .changes
+            .files
+            .keys()
+            .find_map(|p| repo.generated_from(p).map(|o| (p.clone(), o)))
+        {
+            let reason = format!(
+                "{path} is generated from {origin} by flux-operator; fluxmend does not rewrite ResourceSet templates: change the template"
+            );
+            drop_fix(f, &reason);
+            continue;
+        }
         let writable = apply::contents(repo, &fix.changes)
             .and_then(|files| crate::emit::write::check_targets(&repo.root, &files));
         if let Err(e) = writable {
