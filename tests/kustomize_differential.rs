@@ -291,6 +291,32 @@ fn list_resource_renders_like_kubectl() {
     assert_data_dir_renders_like_kubectl("kustomize-bugs/list");
 }
 
+/// go-yaml (Flux's and kustomize's parser) ignores indentation inside flow collections: a `]`
+/// at the parent key's column.
+#[test]
+fn flow_sequence_closed_at_the_parents_indentation_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-closer");
+}
+
+/// Flow items and closers left of their key (HelmRelease values written that way).
+#[test]
+fn flow_collections_left_of_their_key_render_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-left");
+}
+
+/// A quoted string whose continuation line starts at column 0.
+#[test]
+fn quoted_continuation_at_column_zero_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-quoted-continuation");
+}
+
+/// `tls: [hosts: [*host]]`: a single-pair mapping in a flow sequence whose value is a flow
+/// sequence holding an alias.
+#[test]
+fn single_pair_mapping_with_a_flow_value_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-pair");
+}
+
 /// The `resources` of the kustomization Flux generates for `dir` (no kustomization file): every
 /// `.yaml`/`.yml` below it in walk order, and each subdirectory that has a kustomization file as
 /// a directory resource (not descended into). Only what the source ships (the loader's view of
