@@ -506,3 +506,36 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
         "only {generated_compared} generated variants compared"
     );
 }
+
+/// The builtin transformers of `transformers:` (config files and inline documents, in a
+/// kustomization and in a component) render like kubectl: NamespaceTransformer (fieldSpecs,
+/// `unsetOnly`), PrefixSuffixTransformer (fieldSpecs by kind, generated names keep their hash
+/// last), LabelTransformer and AnnotationsTransformer, PatchTransformer, ReplacementTransformer.
+#[test]
+fn builtin_transformers_render_like_kubectl() {
+    assert_kubectl_installed();
+    let dirs: Vec<String> = [
+        "namespace",
+        "prefix-suffix",
+        "labels-annotations",
+        "patch",
+        "replacement",
+        "inline",
+        "component",
+    ]
+    .iter()
+    .map(|d| format!("kustomize/transformers-{d}"))
+    .collect();
+    let (compared, _, mismatches) = compare_dirs("tests/data", &test_data(), &dirs);
+    assert_eq!(compared, dirs.len());
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A PrefixSuffixTransformer without fieldSpecs fails the build, in kustomize and in the model.
+#[test]
+fn prefix_suffix_transformer_without_field_specs_fails_like_kubectl() {
+    assert_kubectl_installed();
+    let dir = "kustomize-bugs/transformer-prefix-without-field-specs";
+    assert!(common::try_kubectl_kustomize(&test_data().join(dir)).is_err());
+    assert_data_dir_renders_like_kubectl(dir);
+}

@@ -75,17 +75,20 @@ pub struct Variant {
     pub inventory: Vec<Rendered>,
     /// Why the directory could not be rendered (its inventory is then incomplete).
     pub error: Option<String>,
-    /// kustomize fields on the way whose effect on names and namespaces is not modelled
-    /// (`transformers`, `replacements`, `helmCharts`), as `field in file`: the inventory's
-    /// identities may differ from what Flux applies.
+    /// kustomize fields and entries on the way whose effect on names and namespaces is not
+    /// modelled (`helmCharts`, plugins and renaming patches or replacements among `transformers`
+    /// and `replacements`), as `field in file`: the inventory's identities may differ from what
+    /// Flux applies.
     pub unmodelled: Vec<String>,
 }
 
 /// kustomize fields that can rename, re-namespace or add objects in ways the model does not
-/// follow.
-const UNMODELLED_FIELDS: &[&str] = &["transformers", "replacements", "helmCharts"];
+/// follow (`transformers:` and `replacements:` entries are read one by one: only those whose
+/// effect is unknown are unmodelled).
+const UNMODELLED_FIELDS: &[&str] = &["helmCharts"];
 
-/// The [`UNMODELLED_FIELDS`] of the kustomization files a variant's build reads.
+/// The [`UNMODELLED_FIELDS`] and the transformers of unknown effect of the kustomization files
+/// a variant's build reads.
 fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<String> {
     let mut files: Vec<crate::load::FileId> = model
         .kustomize_dirs
@@ -113,6 +116,7 @@ fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<St
                 out.push(format!("`{field}` in {}", source.path));
             }
         }
+        out.extend(k.transformers.unknown.iter().cloned());
     }
     out
 }
