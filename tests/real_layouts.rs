@@ -400,8 +400,8 @@ fn findings_name_their_cluster_and_keep_blast_radii_apart() {
 }
 
 /// A tenant layer whose kustomization renames its child layers with a builtin transformer
-/// configuration (not modelled): the layer is marked not fully modelled, and a `dependsOn` on a
-/// transformed name is a note, not a "not defined" error.
+/// configuration: the model renames them too, so a `dependsOn` on the transformed name resolves.
+/// A plugin among the transformers leaves the layer not fully modelled (a note, no error).
 const TENANT_LAYER: &str = "\
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -446,7 +446,7 @@ spec:
 ";
 
 #[test]
-fn kustomize_transformers_mark_the_layer_not_fully_modelled() {
+fn builtin_transformers_are_modelled_and_plugins_mark_the_layer_not_fully_modelled() {
     let repo = TempRepo::flux_layout();
     repo.write("clusters/prod/tenants.yaml", TENANT_LAYER)
         .write("tenants/layers.yaml", TENANT_CHILDREN)
@@ -460,20 +460,32 @@ fn kustomize_transformers_mark_the_layer_not_fully_modelled() {
             "apiVersion: builtin\nkind: PrefixSuffixTransformer\nmetadata:\n  name: team\nprefix: team-\n\
              fieldSpecs:\n  - path: metadata/name\n",
         );
+    // The builtin PrefixSuffixTransformer is modelled: `team-db` is the renamed `db`.
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    // A plugin is an unknown effect: a note on the layer, never an error.
+    repo.write(
+        "tenants/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - layers.yaml\n\
+         transformers:\n  - prefix.yaml\n  - sops.yaml\n",
+    )
+    .write(
+        "tenants/sops.yaml",
+        "apiVersion: example.com/v1\nkind: SecretDecrypter\nmetadata:\n  name: decrypt\n",
+    );
     let (run, report) = repo.check_json(&[]);
     assert_eq!(run.code, 0, "{report:#}");
     let d = assert_diagnostic(
         &report,
         "clusters/prod/tenants.yaml",
-        "not fully modelled: `transformers` in tenants/kustomization.yaml",
+        "not fully modelled: `transformers` entry `sops.yaml` in tenants/kustomization.yaml (SecretDecrypter is not a builtin transformer",
         "note",
     );
     assert_eq!(d["line"], 1);
-    assert_diagnostic(
-        &report,
-        "tenants/layers.yaml",
-        "dependsOn flux-system/team-db, which no modelled Flux Kustomization defines",
-        "note",
+    assert!(
+        diagnostics(&report).iter().all(|d| d["severity"] == "note"),
+        "{report:#}"
     );
 }
 
@@ -498,7 +510,7 @@ fn a_healthy_but_unusual_repository_passes_check() {
     }
     assert_eq!(
         report["summary"]["diagnostics"],
-        serde_json::json!({"note": 9}),
+        serde_json::json!({"note": 8}),
         "{report:#}"
     );
     assert_eq!(summary(&report, "live_layers"), 5);

@@ -6,9 +6,10 @@
 //! `metadata/name` fieldSpecs select; a PrefixSuffixTransformer renames the objects its
 //! `metadata/name` fieldSpecs select, except CRDs, APIServices and Namespaces, and fails without
 //! fieldSpecs; labels, annotations, images and replicas leave identities alone; a patch or a
-//! replacement changes them only when it writes a name, namespace, kind or apiVersion. What the
-//! model cannot follow (plugins, other builtin kinds, patches and replacements that rename) is
-//! an *unknown effect*: a note, and the layer is marked not fully modelled.
+//! replacement changes what the model sees only when it writes a name, namespace, kind or
+//! apiVersion, or into a Flux object (whose spec the model reads as written). What the model
+//! cannot follow (plugins, other builtin kinds, such patches and replacements) is an *unknown
+//! effect*: a note, and the layer is marked not fully modelled.
 
 use crate::load::Repo;
 use crate::parse::{Value, YamlFile};
@@ -158,11 +159,10 @@ pub(super) fn read(repo: &Repo, dir: &str, file: &str, yaml: &YamlFile, root: u3
     if let Some(list) = yaml.lookup(root, &["replacements"]) {
         for &item in yaml.items(list) {
             if let Some(why) = replacement_renames(repo, dir, &value(item)) {
-                let text = yaml.slice(yaml.node(item).span);
-                out.unknown.push(format!(
-                    "`replacements` entry `{}` in {file} ({why})",
-                    short(text)
-                ));
+                let note = format!("`replacements` in {file} ({why})");
+                if !out.unknown.contains(&note) {
+                    out.unknown.push(note);
+                }
             }
         }
     }
@@ -267,6 +267,30 @@ fn effect(repo: &Repo, dir: &str, config: &Value) -> Effect {
     }
 }
 
+/// Kinds whose spec the model reads as written (layers, their sources, Helm releases): a patch
+/// or replacement that may write into one is an unknown effect, whatever field it writes.
+const MODELLED_SPEC_KINDS: &[&str] = &[
+    "Kustomization",
+    "FluxInstance",
+    "ResourceSet",
+    "GitRepository",
+    "OCIRepository",
+    "Bucket",
+    "ExternalArtifact",
+    "HelmRelease",
+    "HelmRepository",
+    "HelmChart",
+];
+
+/// Whether a patch or replacement target (`kind` unset: every kind) may select a kind whose
+/// spec the model reads.
+fn may_select_modelled_spec(target: Option<&Value>) -> bool {
+    match target.and_then(|t| t.str_at(&["kind"])) {
+        Some(kind) if !kind.is_empty() => MODELLED_SPEC_KINDS.contains(&kind),
+        _ => true,
+    }
+}
+
 /// JSON pointers (patches) whose change is a change of identity.
 const IDENTITY_POINTERS: &[&str] = &[
     "",
@@ -304,6 +328,18 @@ fn patch_renames(repo: &Repo, dir: &str, config: &Value) -> Option<String> {
     if error.is_some() {
         return Some("its patch does not parse".into());
     }
+    let patched: Vec<Value> = documents(&patch)
+        .into_iter()
+        .filter(|d| d.get("kind").is_some())
+        .collect();
+    let may_write_flux = match config.get("target") {
+        Some(target) => may_select_modelled_spec(Some(target)),
+        // A strategic-merge patch without a target patches the object it names.
+        None => patched.is_empty() || patched.iter().any(|d| may_select_modelled_spec(Some(d))),
+    };
+    if may_write_flux {
+        return Some("a patch that may change a Flux object the model reads as written".into());
+    }
     let writes_identity = documents(&patch).iter().any(|doc| {
         doc.seq().iter().any(|op| {
             op.str_at(&["op"]).is_some_and(|o| o != "test")
@@ -337,10 +373,19 @@ fn replacement_renames(repo: &Repo, dir: &str, replacement: &Value) -> Option<St
             .flat_map(|doc| doc.seq().iter())
             .find_map(|r| replacement_renames(repo, dir, r));
     }
-    let renames = replacement
+    let targets = replacement
         .get("targets")
         .map(Value::seq)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if targets
+        .iter()
+        .any(|t| may_select_modelled_spec(t.get("select")))
+    {
+        return Some(
+            "a replacement that may change a Flux object the model reads as written".into(),
+        );
+    }
+    let renames = targets
         .iter()
         .flat_map(|t| t.get("fieldPaths").map(Value::seq).unwrap_or_default())
         .filter_map(Value::as_str)
