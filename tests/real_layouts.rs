@@ -774,3 +774,53 @@ fn the_same_repository_at_another_branch_is_external() {
         "{report:#}"
     );
 }
+
+/// Flux's generated kustomization lists a subdirectory with a kustomization file of its own and
+/// stops there: a directory that kustomization no longer names (commented out) is not read, so
+/// its broken kustomization is a note. A broken one the build does read stays an error.
+#[test]
+fn below_a_generated_path_only_what_nested_kustomizations_name_is_read() {
+    let layer = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: tools\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./tools\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+    let cm = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n"
+        )
+    };
+    let repo = TempRepo::flux_layout();
+    repo.write("clusters/prod/tools.yaml", layer)
+        .write("tools/top.yaml", cm("top"))
+        .write(
+            "tools/team/kustomization.yaml",
+            "resources:\n  - ./current\n  # - ./retired\n",
+        )
+        .write(
+            "tools/team/current/kustomization.yaml",
+            "resources:\n  - cm.yaml\n",
+        )
+        .write("tools/team/current/cm.yaml", cm("current"))
+        .write(
+            "tools/team/retired/kustomization.yaml",
+            "resources:\n  - gone.yaml\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = find_diagnostic(
+        &report,
+        "tools/team/retired/kustomization.yaml",
+        "resources entry `gone.yaml` does not exist",
+    );
+    assert_eq!(d["severity"], "note", "{d:#}");
+    // The same mistake in a directory the build reads fails it.
+    repo.write(
+        "tools/team/current/kustomization.yaml",
+        "resources:\n  - cm.yaml\n  - gone.yaml\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{report:#}");
+    let d = find_diagnostic(
+        &report,
+        "tools/team/current/kustomization.yaml",
+        "resources entry `gone.yaml` does not exist",
+    );
+    assert_eq!(d["severity"], "error", "{d:#}");
+}
