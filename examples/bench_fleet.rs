@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use saphyr_parser::{Event, Parser, Span, SpannedEventReceiver};
 
 /// The allocator the `fluxmend` binary uses, so that `check` and `fix` are measured as shipped
 /// (the floor runs on it too).
@@ -509,8 +508,8 @@ struct Sink {
     events: u64,
 }
 
-impl MarkedEventReceiver for Sink {
-    fn on_event(&mut self, _ev: Event, _mark: Marker) {
+impl SpannedEventReceiver<'_> for Sink {
+    fn on_event(&mut self, _ev: Event, _span: Span) {
         self.events += 1;
     }
 }

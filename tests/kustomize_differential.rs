@@ -291,6 +291,32 @@ fn list_resource_renders_like_kubectl() {
     assert_data_dir_renders_like_kubectl("kustomize-bugs/list");
 }
 
+/// go-yaml (Flux's and kustomize's parser) ignores indentation inside flow collections: a `]`
+/// at the parent key's column.
+#[test]
+fn flow_sequence_closed_at_the_parents_indentation_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-closer");
+}
+
+/// Flow items and closers left of their key (HelmRelease values written that way).
+#[test]
+fn flow_collections_left_of_their_key_render_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-left");
+}
+
+/// A quoted string whose continuation line starts at column 0.
+#[test]
+fn quoted_continuation_at_column_zero_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-quoted-continuation");
+}
+
+/// `tls: [hosts: [*host]]`: a single-pair mapping in a flow sequence whose value is a flow
+/// sequence holding an alias.
+#[test]
+fn single_pair_mapping_with_a_flow_value_renders_like_kubectl() {
+    assert_data_dir_renders_like_kubectl("kustomize-bugs/yaml-flow-pair");
+}
+
 /// The `resources` of the kustomization Flux generates for `dir` (no kustomization file): every
 /// `.yaml`/`.yml` below it in walk order, and each subdirectory that has a kustomization file as
 /// a directory resource (not descended into). Only what the source ships (the loader's view of
@@ -479,4 +505,37 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
         generated_compared >= 5,
         "only {generated_compared} generated variants compared"
     );
+}
+
+/// The builtin transformers of `transformers:` (config files and inline documents, in a
+/// kustomization and in a component) render like kubectl: NamespaceTransformer (fieldSpecs,
+/// `unsetOnly`), PrefixSuffixTransformer (fieldSpecs by kind, generated names keep their hash
+/// last), LabelTransformer and AnnotationsTransformer, PatchTransformer, ReplacementTransformer.
+#[test]
+fn builtin_transformers_render_like_kubectl() {
+    assert_kubectl_installed();
+    let dirs: Vec<String> = [
+        "namespace",
+        "prefix-suffix",
+        "labels-annotations",
+        "patch",
+        "replacement",
+        "inline",
+        "component",
+    ]
+    .iter()
+    .map(|d| format!("kustomize/transformers-{d}"))
+    .collect();
+    let (compared, _, mismatches) = compare_dirs("tests/data", &test_data(), &dirs);
+    assert_eq!(compared, dirs.len());
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A PrefixSuffixTransformer without fieldSpecs fails the build, in kustomize and in the model.
+#[test]
+fn prefix_suffix_transformer_without_field_specs_fails_like_kubectl() {
+    assert_kubectl_installed();
+    let dir = "kustomize-bugs/transformer-prefix-without-field-specs";
+    assert!(common::try_kubectl_kustomize(&test_data().join(dir)).is_err());
+    assert_data_dir_renders_like_kubectl(dir);
 }

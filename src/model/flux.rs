@@ -75,17 +75,20 @@ pub struct Variant {
     pub inventory: Vec<Rendered>,
     /// Why the directory could not be rendered (its inventory is then incomplete).
     pub error: Option<String>,
-    /// kustomize fields on the way whose effect on names and namespaces is not modelled
-    /// (`transformers`, `replacements`, `helmCharts`), as `field in file`: the inventory's
-    /// identities may differ from what Flux applies.
+    /// kustomize fields and entries on the way whose effect on names and namespaces is not
+    /// modelled (`helmCharts`, plugins and renaming patches or replacements among `transformers`
+    /// and `replacements`), as `field in file`: the inventory's identities may differ from what
+    /// Flux applies.
     pub unmodelled: Vec<String>,
 }
 
 /// kustomize fields that can rename, re-namespace or add objects in ways the model does not
-/// follow.
-const UNMODELLED_FIELDS: &[&str] = &["transformers", "replacements", "helmCharts"];
+/// follow (`transformers:` and `replacements:` entries are read one by one: only those whose
+/// effect is unknown are unmodelled).
+const UNMODELLED_FIELDS: &[&str] = &["helmCharts"];
 
-/// The [`UNMODELLED_FIELDS`] of the kustomization files a variant's build reads.
+/// The [`UNMODELLED_FIELDS`] and the transformers of unknown effect of the kustomization files
+/// a variant's build reads.
 fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<String> {
     let mut files: Vec<crate::load::FileId> = model
         .kustomize_dirs
@@ -113,6 +116,7 @@ fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<St
                 out.push(format!("`{field}` in {}", source.path));
             }
         }
+        out.extend(k.transformers.unknown.iter().cloned());
     }
     out
 }
@@ -186,6 +190,21 @@ fn source_url(model: &Model, source: &SourceRef) -> Option<String> {
     yaml.lookup(obj.root, &["spec", "url"])
         .and_then(|n| yaml.scalar(n))
         .map(str::to_string)
+}
+
+/// The revision a GitRepository checks out (`spec.ref`), as `kind value` in Flux's order of
+/// precedence (commit, name, semver, tag, branch); `None` when unset or not defined here.
+fn git_ref(model: &Model, source: &SourceRef) -> Option<String> {
+    let obj =
+        model.object(model.find_object(&source.kind, &source.name, Some(&source.namespace))?);
+    let yaml = &model.repo.file(obj.file).yaml;
+    ["commit", "name", "semver", "tag", "branch"]
+        .iter()
+        .find_map(|k| {
+            yaml.lookup(obj.root, &["spec", "ref", k])
+                .and_then(|n| yaml.scalar(n))
+                .map(|v| format!("{k} {v}"))
+        })
 }
 
 /// A repository URL without what does not tell repositories apart: scheme, user, `.git`, a
@@ -679,15 +698,40 @@ impl Builder<'_, '_> {
                 Some(instance) => instance_sync(model, instance).and_then(|s| s.url),
                 None => source_url(model, &root_layer.source),
             };
+            // The same repository at another revision (a tenant's branch) is another tree.
+            let other_ref = match (
+                git_ref(model, &layer.source),
+                (root_layer.created_by_instance.is_none())
+                    .then(|| git_ref(model, &root_layer.source))
+                    .flatten(),
+            ) {
+                (Some(own), Some(root)) if own != root => Some(format!("{own}, not {root}")),
+                _ => None,
+            };
             return match (url, root_url) {
-                (Some(url), Some(root_url)) => (normalize_url(&url) != normalize_url(&root_url))
-                    .then(|| format!("{url}, not {root_url}")),
+                (Some(url), Some(root_url)) if normalize_url(&url) != normalize_url(&root_url) => {
+                    Some(format!("{url}, not {root_url}"))
+                }
+                (Some(url), Some(_)) => other_ref.map(|r| format!("{url} at {r}")),
                 // This repository arrives as an artifact (OCI, Bucket): a Git repository with a
                 // URL of its own is another.
                 (Some(url), None) if root_layer.source.kind != "GitRepository" => Some(format!(
                     "{url}, while this repository arrives as {} {}",
                     root_layer.source.kind, root_layer.source.name
                 )),
+                // This repository's own source is not defined here (a bootstrap placeholder): a
+                // Git source checking out a revision other than the usual default branch is
+                // another tree than the one being analysed (a tenant's branch).
+                (Some(url), None)
+                    if git_ref(model, &layer.source).is_some_and(|r| {
+                        !matches!(r.as_str(), "branch main" | "branch master")
+                    }) =>
+                {
+                    Some(format!(
+                        "{url} at {}, and this repository's own source is not defined here to compare with",
+                        git_ref(model, &layer.source).unwrap_or_default()
+                    ))
+                }
                 (url, _) => expand_path(model, "", &layer.path, &mut false)
                     .is_ok_and(|v| v.is_empty())
                     .then(|| match url {

@@ -11,6 +11,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::FileId;
 use crate::parse::NodeId;
 
+use super::transformers::Transformers;
 use super::{Model, Name, ObjectIdx, ObjectKey, join};
 
 /// File names kustomize recognises as a directory's kustomization, in its order of precedence.
@@ -77,7 +78,7 @@ const CLUSTER_SCOPED: &[(&str, &[&str], &[&str])] = &[
 ];
 
 /// Kinds whose names `namePrefix`/`nameSuffix` leave alone (measured with kustomize v5.5).
-fn keeps_its_name(key: &ObjectKey) -> bool {
+pub(super) fn keeps_its_name(key: &ObjectKey) -> bool {
     matches!(key.kind.as_str(), "Namespace" | "CustomResourceDefinition")
         || (key.kind == "APIService" && key.group() == "apiregistration.k8s.io")
 }
@@ -129,6 +130,8 @@ pub struct KustomizeDir {
     pub name_suffix: String,
     /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
     pub generated: Vec<(ObjectIdx, Option<String>)>,
+    /// What its `transformers:` and `replacements:` do to identities.
+    pub transformers: Transformers,
 }
 
 /// The fields of a kustomization file, besides `resources` and `components`, that name files
@@ -373,6 +376,7 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
         name_prefix: scalar("namePrefix").unwrap_or_default(),
         name_suffix: scalar("nameSuffix").unwrap_or_default(),
         generated: Vec::new(),
+        transformers: super::transformers::read(repo, dir, &source.path, yaml, root),
     })
 }
 
@@ -529,6 +533,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 out.extend(self.render_ref(r, &[k.file, comp_file])?);
             }
             out.iter_mut().for_each(|o| transform.apply(o));
+            apply_transformers(&comp.transformers, &mut out)?;
         }
         let transform = Transform {
             namespace: k.namespace.as_deref().map(Name::from),
@@ -536,6 +541,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             suffix: &k.name_suffix,
         };
         out.iter_mut().for_each(|o| transform.apply(o));
+        apply_transformers(&k.transformers, &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
     }
@@ -564,6 +570,17 @@ impl<'m, 'r> Renderer<'m, 'r> {
             }
         }
     }
+}
+
+/// Run a kustomization's `transformers:` after its own fields, in order, as kustomize does.
+fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Result<(), String> {
+    if let Some(e) = &transformers.error {
+        return Err(e.clone());
+    }
+    for t in &transformers.identity {
+        out.iter_mut().for_each(|o| t.apply(o));
+    }
+    Ok(())
 }
 
 /// kustomize refuses two resources with one identity.

@@ -14,23 +14,43 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
+use crate::load::parent_of;
+
+/// Whether `path` is strictly below the directory `dir` (`""`: the repository root).
+fn is_below(path: &str, dir: &str) -> bool {
+    dir.is_empty() && !path.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
 
 /// The paths (relative to the repository root) live layers read, and the directories whose
 /// every file they read.
 #[derive(Debug)]
 pub(super) struct LiveFiles {
     files: HashSet<String>,
-    /// Directories Flux generates a kustomization for: it reads every file below them.
+    /// Directories Flux generates a kustomization for: it reads every file below them, down to
+    /// the directories with a kustomization file of their own.
     generated_dirs: HashSet<String>,
+    /// Directories with a kustomization file. Flux's generator lists such a directory as a
+    /// resource and does not descend into it: kustomize reads only what its kustomization names.
+    kustomize_dirs: HashSet<String>,
 }
 
 impl LiveFiles {
     pub(super) fn of(model: &Model) -> LiveFiles {
+        let repo = model.repo;
         let mut live = LiveFiles {
             files: HashSet::default(),
             generated_dirs: HashSet::default(),
+            kustomize_dirs: repo
+                .files
+                .iter()
+                .map(|f| f.path.as_str())
+                .filter(|p| KUSTOMIZATION_FILE_NAMES.contains(&p.rsplit('/').next().unwrap_or(p)))
+                .map(|p| parent_of(p).to_string())
+                .collect(),
         };
-        let repo = model.repo;
         for (f, file) in repo.files.iter().enumerate() {
             if !model.users_of_file(f).is_empty() {
                 live.files.insert(file.path.clone());
@@ -45,6 +65,20 @@ impl LiveFiles {
             for variant in &layer.variants {
                 if variant.generated {
                     live.generated_dirs.insert(variant.dir.clone());
+                    // The directories the generator lists as resources: the topmost ones below
+                    // with a kustomization file.
+                    let nested: Vec<String> = live
+                        .kustomize_dirs
+                        .iter()
+                        .filter(|k| {
+                            live.nearest_stop(parent_of(k), &variant.dir) == Some(&variant.dir)
+                                && is_below(k, &variant.dir)
+                        })
+                        .cloned()
+                        .collect();
+                    for dir in nested {
+                        live.reach_dir(model, &dir, &mut seen_dirs);
+                    }
                 } else {
                     live.reach_dir(model, &variant.dir, &mut seen_dirs);
                 }
@@ -84,9 +118,24 @@ impl LiveFiles {
     /// Whether a live layer reads the file at `path`.
     pub(super) fn contains(&self, path: &str) -> bool {
         self.files.contains(path)
-            || std::iter::once("")
-                .chain(path.match_indices('/').map(|(i, _)| &path[..i]))
-                .any(|dir| self.generated_dirs.contains(dir))
+            || self
+                .nearest_stop(parent_of(path), "")
+                .is_some_and(|dir| self.generated_dirs.contains(dir))
+    }
+
+    /// Walking up from `dir` (itself included) to `top`, the first directory that is generated
+    /// or has a kustomization file, or `top` itself.
+    fn nearest_stop<'a>(&'a self, mut dir: &'a str, top: &'a str) -> Option<&'a str> {
+        loop {
+            if self.generated_dirs.contains(dir) || self.kustomize_dirs.contains(dir) || dir == top
+            {
+                return Some(dir);
+            }
+            if dir.is_empty() {
+                return None;
+            }
+            dir = parent_of(dir);
+        }
     }
 
     /// Make a warning or error about a file no live layer reads a note, saying so: Flux never

@@ -9,6 +9,7 @@ mod live;
 mod objects;
 mod paths;
 mod required;
+mod transformers;
 
 pub use flux::{
     FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef,

@@ -1,4 +1,4 @@
-//! Finding where nodes end by re-reading the source: yaml-rust2's markers only mark starts.
+//! Finding where nodes end by re-reading the source: the parser's markers only mark starts.
 
 use super::{ScalarStyle, Span};
 
@@ -128,7 +128,7 @@ fn plain_end(text: &str, at: usize, value: &str, flow: bool) -> usize {
     first_end
 }
 
-fn quoted_end(text: &str, at: usize, quote: u8) -> usize {
+pub(super) fn quoted_end(text: &str, at: usize, quote: u8) -> usize {
     let bytes = text.as_bytes();
     let mut i = at + 1;
     while i < bytes.len() {
@@ -179,6 +179,32 @@ pub(super) fn alias_end(text: &str, at: usize) -> usize {
     let mut i = at + 1;
     while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !b",[]{}".contains(&bytes[i]) {
         i += 1;
+    }
+    i
+}
+
+/// The first byte of a node's own text at or after `at`, past its properties (`&anchor`,
+/// `!tag`) and the blanks and comments after them: saphyr-parser starts a node's span at its
+/// properties, the span tree at the node's text.
+pub(super) fn past_properties(text: &str, at: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = at;
+    while matches!(bytes.get(i), Some(b'&' | b'!')) {
+        while i < bytes.len()
+            && !matches!(
+                bytes[i],
+                b' ' | b'\t' | b'\r' | b'\n' | b',' | b'[' | b']' | b'{' | b'}'
+            )
+        {
+            i += 1;
+        }
+        loop {
+            match bytes.get(i) {
+                Some(b' ' | b'\t' | b'\r' | b'\n') => i += 1,
+                Some(b'#') => i = line_end(text, i),
+                _ => break,
+            }
+        }
     }
     i
 }

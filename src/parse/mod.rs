@@ -1,16 +1,16 @@
 //! Span-accurate YAML: one node tree per document, every node with the exact byte range of its
 //! text. Everything downstream (model, rules, edits) speaks these byte ranges, so they must be exact.
 //!
-//! yaml-rust2 gives only start markers (and in characters); [`ends`] re-reads the source to find
+//! saphyr-parser gives start markers (in characters); [`ends`] re-reads the source to find
 //! where each node really ends (DESIGN.md §4).
 
 mod ends;
+mod lenient;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::{Marker, TScalarStyle};
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
 /// A half-open byte range `[start, end)` into [`YamlFile::text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
@@ -294,13 +294,14 @@ impl YamlFile {
             root: None,
             cursor: 0,
             region_start: 0,
+            padding: lenient::Padding::default(),
         };
         let lone_cr = text
             .match_indices('\r')
             .find(|(i, _)| text.as_bytes().get(i + 1) != Some(&b'\n'))
             .map(|(i, _)| i);
         let mut error = match lone_cr {
-            // yaml-rust2 counts a lone CR as a line break, the span tree's line table does not:
+            // saphyr-parser counts a lone CR as a line break, the span tree's line table does not:
             // refuse the file rather than misplace every byte after it.
             Some(at) => {
                 let line_starts = &builder.scratch.line_starts;
@@ -312,7 +313,21 @@ impl YamlFile {
                     message: "a carriage return that is not part of CRLF (old Mac line endings) is not supported".into(),
                 })
             }
-            None => stream_events(text, &mut builder).err(),
+            None => match stream_events(text, &mut builder) {
+                // go-yaml ignores indentation inside flow collections and quoted scalars: parse
+                // again with those lines indented, when that is the only trouble.
+                Err(e) if lenient::is_indentation_error(&e.message) => {
+                    match lenient::repair(text) {
+                        Some(padding) => {
+                            let shadow = padding.apply(text);
+                            builder.restart(padding);
+                            stream_events(&shadow, &mut builder).err()
+                        }
+                        None => Some(e),
+                    }
+                }
+                parsed => parsed.err(),
+            },
         };
         let mut docs = builder.docs;
         let mut scratch = builder.scratch;
@@ -676,29 +691,33 @@ fn dash_of(dashes: &[(NodeId, u32)], id: NodeId) -> usize {
 /// from the end of the stack.
 pub const MAX_NESTING: usize = 512;
 
-/// Feed the parser's events to `builder` one at a time. yaml-rust2's own `Parser::load` recurses
+/// Feed the parser's events for `text` (the file's text, or its shadow under the builder's
+/// padding) to `builder` one at a time. saphyr-parser's own `Parser::load` recurses
 /// once per nesting level (and bounds only flow nesting), so a deeply nested block document would
 /// overflow the stack; this loop is iterative and stops at [`MAX_NESTING`]. Like `load`, it scopes
 /// anchors to their document: an alias naming an anchor of an earlier document is an error.
 fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
+    let padding = builder.padding.clone();
     let error = |mark: &Marker, message: &str| ParseError {
         line: mark.line(),
-        column: mark.col() + 1,
+        column: mark.col().saturating_sub(padding.of_line(mark.line())) + 1,
         message: message.to_string(),
     };
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
     let mut doc_anchors: std::collections::HashSet<usize> = std::collections::HashSet::default();
     loop {
-        let (ev, mark) = parser
-            .next_token()
-            .map_err(|e| error(e.marker(), e.info()))?;
+        let Some(next) = parser.next_event() else {
+            return Ok(());
+        };
+        let (ev, span) = next.map_err(|e| error(e.marker(), e.info()))?;
+        let mark = span.start;
         match &ev {
             Event::StreamEnd => {
                 builder.on_event(ev, mark);
                 return Ok(());
             }
-            Event::DocumentStart => doc_anchors.clear(),
+            Event::DocumentStart(_) => doc_anchors.clear(),
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -813,9 +832,24 @@ struct Builder<'a> {
     /// Position after the last structure consumed; the next node's indicators are searched from here.
     cursor: usize,
     region_start: usize,
+    /// Spaces the parsed text has at line starts that the file does not.
+    padding: lenient::Padding,
 }
 
 impl Builder<'_> {
+    /// Forget what a failed parse built, to read the text again as shadowed by `padding`.
+    fn restart(&mut self, padding: lenient::Padding) {
+        let line_starts = std::mem::take(&mut self.scratch.line_starts);
+        self.scratch.clear();
+        self.scratch.line_starts = line_starts;
+        self.docs.clear();
+        self.doc_start = None;
+        self.root = None;
+        self.cursor = 0;
+        self.region_start = 0;
+        self.padding = padding;
+    }
+
     fn offset(&self, mark: &Marker) -> usize {
         let line_starts = &self.scratch.line_starts;
         let line_index = mark.line().saturating_sub(1);
@@ -823,7 +857,7 @@ impl Builder<'_> {
             return self.text.len();
         };
         let start = start as usize;
-        let col = mark.col();
+        let col = mark.col().saturating_sub(self.padding.of_line(mark.line()));
         if self.ascii {
             // Columns are bytes: no need to look at the line.
             let end = line_starts
@@ -913,7 +947,7 @@ impl Builder<'_> {
         mark: &Marker,
     ) {
         let dash = self.prepare_slot();
-        let at = self.offset(mark);
+        let at = ends::past_properties(self.text, self.offset(mark));
         let style = match style {
             TScalarStyle::SingleQuoted => ScalarStyle::SingleQuoted,
             TScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
@@ -951,7 +985,7 @@ impl Builder<'_> {
 
     fn open(&mut self, mapping: bool, anchor: usize, mark: &Marker) {
         let dash = self.prepare_slot();
-        let at = self.offset(mark);
+        let at = ends::past_properties(self.text, self.offset(mark));
         let flow = matches!(self.text.as_bytes().get(at), Some(b'[' | b'{'));
         let start = if flow {
             at
@@ -1029,10 +1063,10 @@ impl Builder<'_> {
     }
 }
 
-impl MarkedEventReceiver for Builder<'_> {
+impl Builder<'_> {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         match ev {
-            Event::DocumentStart => {
+            Event::DocumentStart(_) => {
                 let at = self.offset(&mark);
                 let explicit = self.text[at..].starts_with("---");
                 self.doc_start = explicit.then_some(at);
@@ -1071,7 +1105,7 @@ impl MarkedEventReceiver for Builder<'_> {
             }
             Event::Scalar(value, style, anchor, tag) => {
                 let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                self.scalar(value, style, anchor, tag, &mark);
+                self.scalar(value.into_owned(), style, anchor, tag, &mark);
             }
             Event::Alias(anchor) => {
                 let dash = self.prepare_slot();

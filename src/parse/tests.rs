@@ -468,3 +468,110 @@ fn text_beyond_32_bit_offsets_is_refused() {
     assert!(error.message.contains("256 MiB"), "{}", error.message);
     assert!(file.docs.is_empty() && file.bom);
 }
+
+fn str_value(s: &str) -> Value {
+    Value::Str(s.into(), false)
+}
+
+fn value_at(file: &YamlFile, keys: &[&str]) -> Value {
+    let node = file.lookup(file.docs[0].root, keys).expect("key present");
+    file.value(node).unwrap()
+}
+
+#[test]
+fn a_flow_sequence_may_close_at_its_parents_indentation() {
+    // go-yaml ignores indentation inside flow collections; YAML 1.2 does not.
+    let text = "spec:\n  template:\n    args: [\n      --a,\n      --b\n  ]\n    other: 1\n";
+    let file = parse_ok(text);
+    let args = file.lookup(file.docs[0].root, &["spec", "template", "args"]);
+    assert_eq!(
+        file.slice(file.node(args.unwrap()).span),
+        "[\n      --a,\n      --b\n  ]"
+    );
+    assert_eq!(
+        value_at(&file, &["spec", "template", "args"]),
+        Value::Seq(vec![str_value("--a"), str_value("--b")])
+    );
+    assert_eq!(
+        value_at(&file, &["spec", "template", "other"]),
+        str_value("1")
+    );
+    assert_spans_reparse(&file);
+}
+
+#[test]
+fn flow_items_and_closer_may_sit_left_of_their_key() {
+    let text = "spec:\n  args: [\n--a,\n  --b\n]\n  map: {\na: b,\n c: [d,\ne]\n}\n  after: x\n";
+    let file = parse_ok(text);
+    assert_eq!(
+        value_at(&file, &["spec", "args"]),
+        Value::Seq(vec![str_value("--a"), str_value("--b")])
+    );
+    assert_eq!(
+        value_at(&file, &["spec", "map"]),
+        Value::Map(vec![
+            (str_value("a"), str_value("b")),
+            (
+                str_value("c"),
+                Value::Seq(vec![str_value("d"), str_value("e")])
+            ),
+        ])
+    );
+    assert_eq!(value_at(&file, &["spec", "after"]), str_value("x"));
+    let map = file.lookup(file.docs[0].root, &["spec", "map"]).unwrap();
+    assert_eq!(file.line_col(file.node(map).span.end - 1), (10, 1));
+    assert_spans_reparse(&file);
+}
+
+#[test]
+fn a_quoted_scalar_may_continue_at_column_zero() {
+    let text = "data:\n  motd: \"hello\nworld\"\n  single: 'a\n b'\n";
+    let file = parse_ok(text);
+    assert_eq!(
+        value_at(&file, &["data", "motd"]),
+        Value::Str("hello world".into(), true)
+    );
+    assert_eq!(
+        value_at(&file, &["data", "single"]),
+        Value::Str("a b".into(), true)
+    );
+    let motd = file.lookup(file.docs[0].root, &["data", "motd"]).unwrap();
+    assert_eq!(file.slice(file.node(motd).span), "\"hello\nworld\"");
+}
+
+#[test]
+fn a_flow_sequence_may_hold_a_single_pair_mapping_with_a_flow_value() {
+    let text = "host: &host example.com\ntls: [hosts: [*host]]\nrules: [a: [b, c], d]\n";
+    let file = parse_ok(text);
+    assert_eq!(
+        value_at(&file, &["tls"]),
+        Value::Seq(vec![Value::Map(vec![(
+            str_value("hosts"),
+            Value::Seq(vec![str_value("example.com")])
+        )])])
+    );
+    assert_eq!(
+        value_at(&file, &["rules"]),
+        Value::Seq(vec![
+            Value::Map(vec![(
+                str_value("a"),
+                Value::Seq(vec![str_value("b"), str_value("c")])
+            )]),
+            str_value("d"),
+        ])
+    );
+}
+
+#[test]
+fn indentation_go_yaml_rejects_stays_an_error() {
+    // Block context: a key left of its siblings ends the mapping, and what follows is invalid.
+    let (_, err) = YamlFile::parse("a:\n  b: 1\n c: 2\n");
+    assert!(err.is_some());
+    // A flow collection that never closes is an error however its lines are indented.
+    let (_, err) = YamlFile::parse("a:\n  b: [\nx,\ny\nc: 1\n");
+    assert!(err.is_some());
+    // After a re-indented flow collection, a later error is reported at its place in the file.
+    let (_, err) = YamlFile::parse("a:\n  b: [\n  x\n]\n  c: @bad\n");
+    let err = err.expect("`@` cannot start a plain scalar");
+    assert_eq!((err.line, err.column), (5, 6), "{err}");
+}
