@@ -366,9 +366,12 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let rules = select_rules(&args.rules, &args.ignore)?;
     let (repo, options) = load(&args.repo)?;
     let model = build_model(&repo, &options)?;
-    let findings = fluxmend::rules::run(&model, &rules);
-    let diagnostics = model.all_diagnostics();
-    let summary = report::Summary::new(&model, &findings, &diagnostics);
+    let outcome =
+        fluxmend::rules::suppress::apply(&model, fluxmend::rules::run(&model, &rules), &rules);
+    let (findings, suppressed) = (outcome.findings, outcome.suppressed);
+    let mut diagnostics = model.all_diagnostics();
+    diagnostics.extend(outcome.diagnostics);
+    let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
     // Code scanning and CI annotations resolve paths against the checkout.
     let checkout_prefix = || match fluxmend::emit::apply::work_tree_prefix(&repo.root) {
         Some(p) if !p.is_empty() => format!("{p}/"),
@@ -378,9 +381,13 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         "{}",
         match args.format {
             CheckFormat::Text => report::check_text(&findings, &diagnostics, &summary),
-            CheckFormat::Json => report::check_json(&findings, &diagnostics, &summary),
-            CheckFormat::Sarif =>
-                fluxmend::emit::sarif::check_sarif(&findings, &diagnostics, &checkout_prefix()),
+            CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
+            CheckFormat::Sarif => fluxmend::emit::sarif::check_sarif(
+                &findings,
+                &suppressed,
+                &diagnostics,
+                &checkout_prefix()
+            ),
             CheckFormat::Github =>
                 fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
         }
@@ -455,8 +462,14 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
     };
-    let findings = fluxmend::rules::run_with(&model, &rules, strategy);
-    let diagnostics = model.all_diagnostics();
+    let outcome = fluxmend::rules::suppress::apply(
+        &model,
+        fluxmend::rules::run_with(&model, &rules, strategy),
+        &rules,
+    );
+    let (findings, suppressed) = (outcome.findings, outcome.suppressed);
+    let mut diagnostics = model.all_diagnostics();
+    diagnostics.extend(outcome.diagnostics);
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
     let plan =
@@ -502,12 +515,19 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     match args.format {
         Format::Json => print!(
             "{}",
-            report::fix_json(&plan, &diagnostics, &diff, action, committed.as_ref())
+            report::fix_json(
+                &plan,
+                &suppressed,
+                &diagnostics,
+                &diff,
+                action,
+                committed.as_ref()
+            )
         ),
         Format::Text => {
             eprint!(
                 "{}",
-                report::fix_text(&plan, &diagnostics, &standing, action)
+                report::fix_text(&plan, &suppressed, &diagnostics, &standing, action)
             );
             if action.is_empty() {
                 print!("{diff}");
@@ -588,7 +608,9 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         let next = {
             let base = fixed.as_ref().unwrap_or(&repo);
             let model = Model::build(base, &options);
-            let findings = fluxmend::rules::run(&model, &[]);
+            let findings =
+                fluxmend::rules::suppress::apply(&model, fluxmend::rules::run(&model, &[]), &[])
+                    .findings;
             let plan = fluxmend::verify::gates::plan_with(
                 base,
                 &model,

@@ -185,7 +185,13 @@ fn check_json_has_findings_diagnostics_and_summary() {
     keys.sort();
     assert_eq!(
         keys,
-        ["diagnostics", "findings", "summary", "version"],
+        [
+            "diagnostics",
+            "findings",
+            "summary",
+            "suppressed",
+            "version"
+        ],
         "{report:#}"
     );
     assert_eq!(report["version"], 1);
@@ -365,6 +371,7 @@ fn fix_json_has_diagnostics() {
             "kustomize_layers",
             "not_verified",
             "rollout_notes",
+            "suppressed",
             "verified_by",
             "version"
         ],

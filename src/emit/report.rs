@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
+use crate::rules::suppress::Suppressed;
 
 /// The version of the JSON output's shape: raised when a field changes meaning or goes away
 /// (new fields do not raise it), so a bot can refuse a shape it does not know.
@@ -25,10 +26,17 @@ pub struct Summary {
     pub live_layers: usize,
     pub findings: BTreeMap<Severity, usize>,
     pub diagnostics: BTreeMap<Severity, usize>,
+    /// Findings held back by a suppression (not in `findings`).
+    pub suppressed: usize,
 }
 
 impl Summary {
-    pub fn new(model: &Model, findings: &[Finding], diagnostics: &[Diagnostic]) -> Self {
+    pub fn new(
+        model: &Model,
+        findings: &[Finding],
+        suppressed: &[Suppressed],
+        diagnostics: &[Diagnostic],
+    ) -> Self {
         Summary {
             files: model.repo.files.len(),
             objects: model.objects.len(),
@@ -36,8 +44,16 @@ impl Summary {
             live_layers: model.live_layers().count(),
             findings: by_severity(findings.iter().map(|f| f.severity)),
             diagnostics: by_severity(diagnostics.iter().map(|d| d.severity)),
+            suppressed: suppressed.len(),
         }
     }
+}
+
+/// A suppressed finding: the finding as in `findings`, and the suppression with its reason.
+fn suppressed_json(s: &Suppressed) -> serde_json::Value {
+    let mut v = finding_json(&s.finding);
+    v["suppression"] = json!(s.by);
+    v
 }
 
 /// One finding as the JSON contract documents it.
@@ -58,9 +74,15 @@ fn finding_json(f: &Finding) -> serde_json::Value {
 }
 
 /// `check --format json`.
-pub fn check_json(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
+pub fn check_json(
+    findings: &[Finding],
+    suppressed: &[Suppressed],
+    diagnostics: &[Diagnostic],
+    summary: &Summary,
+) -> String {
     let findings: Vec<_> = findings.iter().map(finding_json).collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "summary": summary});
+    let suppressed: Vec<_> = suppressed.iter().map(suppressed_json).collect();
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "summary": summary});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
@@ -86,7 +108,7 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
     for d in diagnostics {
         diagnostic_line(&mut out, d);
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
         "checked {} files, {} objects, {} layers ({} live): findings: {}; diagnostics: {}",
         summary.files,
@@ -96,6 +118,14 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
         count(&summary.findings),
         count(&summary.diagnostics)
     );
+    if summary.suppressed > 0 {
+        let _ = write!(
+            out,
+            "; suppressed: {} (`--format json` lists them with their reasons)",
+            summary.suppressed
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -422,6 +452,7 @@ impl Standing {
 /// what still stands at `--fail-on`.
 pub fn fix_text(
     plan: &crate::verify::Plan,
+    suppressed: &[Suppressed],
     diagnostics: &[Diagnostic],
     standing: &Standing,
     action: &str,
@@ -464,6 +495,13 @@ pub fn fix_text(
             out,
             "diagnostics: {} (`fluxmend check` lists them all)",
             count(&by_severity(diagnostics.iter().map(|d| d.severity)))
+        );
+    }
+    if !suppressed.is_empty() {
+        let _ = writeln!(
+            out,
+            "suppressed: {} (not fixed; `--format json` lists them with their reasons)",
+            crate::rules::plural(suppressed.len(), "finding", "findings")
         );
     }
     let files = plan.files.len();
@@ -518,6 +556,7 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
 /// the planned changes per file, and the diff.
 pub fn fix_json(
     plan: &crate::verify::Plan,
+    suppressed: &[Suppressed],
     diagnostics: &[Diagnostic],
     diff: &str,
     action: &str,
@@ -554,7 +593,8 @@ pub fn fix_json(
             json!({"path": f.path, "change": change})
         })
         .collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
+    let suppressed: Vec<_> = suppressed.iter().map(suppressed_json).collect();
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::rules::Finding;
+use crate::rules::suppress::Suppressed;
 
 /// Where each rule's document is published: the `helpUri` a reviewer follows from an alert.
 fn help_uri(id: &str) -> String {
@@ -47,7 +48,14 @@ fn location(prefix: &str, file: &str, line: Option<usize>, column: Option<usize>
 /// The SARIF log: the rule catalogue, one result per finding, and the diagnostics as tool
 /// notifications (they are about the input, not rule violations). `prefix` is prepended to
 /// every path (`k8s/` when PATH is `k8s` in the work tree).
-pub fn check_sarif(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &str) -> String {
+/// Suppressed findings are results too, with an `inSource` suppression and its justification,
+/// so that code scanning shows them as dismissed rather than losing them.
+pub fn check_sarif(
+    findings: &[Finding],
+    suppressed: &[Suppressed],
+    diagnostics: &[Diagnostic],
+    prefix: &str,
+) -> String {
     let catalogue = crate::rules::all();
     let rules: Vec<Value> = catalogue
         .iter()
@@ -63,11 +71,9 @@ pub fn check_sarif(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &st
             })
         })
         .collect();
-    let results: Vec<Value> = findings
-        .iter()
-        .map(|f| {
-            let index = catalogue.iter().position(|r| r.meta().id == f.rule);
-            json!({
+    let result = |f: &Finding| {
+        let index = catalogue.iter().position(|r| r.meta().id == f.rule);
+        json!({
                 "ruleId": f.rule,
                 "ruleIndex": index,
                 "level": level(f.severity),
@@ -75,9 +81,18 @@ pub fn check_sarif(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &st
                 "locations": [location(prefix, &f.file, Some(f.line), None)],
                 "partialFingerprints": {"fluxmend/v1": fingerprint(f)},
                 "properties": {"fixable": f.fix.is_some()},
-            })
         })
-        .collect();
+    };
+    let mut results: Vec<Value> = findings.iter().map(result).collect();
+    results.extend(suppressed.iter().map(|s| {
+        let mut r = result(&s.finding);
+        r["suppressions"] = json!([{
+            "kind": "inSource",
+            "justification": s.by.reason,
+            "location": location(prefix, &s.by.file, Some(s.by.line), Some(s.by.column)),
+        }]);
+        r
+    }));
     let notifications: Vec<Value> = diagnostics
         .iter()
         .map(|d| {

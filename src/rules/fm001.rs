@@ -57,6 +57,7 @@ impl Rule for FluxInstanceInGatedLayer {
             let fix = plan_fix(model, layer_id, &gated);
             for (i, (variant, r)) in gated.iter().enumerate() {
                 let mut finding = describe(model, layer_id, variant, r);
+                finding.fix_group = Some((layer_id, 0));
                 match (&fix, i) {
                     (Ok(f), 0) => finding.fix = Some(f.clone()),
                     (Ok(_), _) => {
@@ -241,6 +242,7 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         masked_objects: masked,
         fix: None,
         no_fix_reason: None,
+        fix_group: None,
     }
 }
 

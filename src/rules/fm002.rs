@@ -72,6 +72,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                 masked_objects: 0,
                 fix: None,
                 no_fix_reason: None,
+                fix_group: None,
             });
         }
         for (layer_id, layer) in model.live_layers() {
@@ -124,7 +125,9 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .first()
                     .map(|f| format!("{}:{}", f.file, f.line))
                     .unwrap_or_default();
+                let group = Some((layer_id, vi));
                 for (i, mut finding) in found.into_iter().enumerate() {
+                    finding.fix_group = group;
                     match (&fix, i) {
                         (Ok(f), 0) => finding.fix = Some(f.clone()),
                         (Ok(_), _) => {
@@ -218,6 +221,7 @@ fn describe(
         masked_objects: masked,
         fix: None,
         no_fix_reason: None,
+        fix_group: None,
     }
 }
 

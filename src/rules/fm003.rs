@@ -732,6 +732,7 @@ fn finding(
         masked_objects: 0,
         fix,
         no_fix_reason,
+        fix_group: None,
     }
 }
 

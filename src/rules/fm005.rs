@@ -155,6 +155,7 @@ fn describe(
         masked_objects: unlisted,
         fix,
         no_fix_reason,
+        fix_group: None,
     })
 }
 

@@ -7,6 +7,7 @@ mod fm002;
 mod fm003;
 mod fm005;
 mod layer_split;
+pub mod suppress;
 
 use serde::Serialize;
 
@@ -56,6 +57,12 @@ pub struct Finding {
     pub fix: Option<Fix>,
     /// Why no fix is offered (or why it was dropped by verification).
     pub no_fix_reason: Option<String>,
+    /// Findings one fix resolves together share a group (the fix rides on the first of them):
+    /// suppressing any one of them must withhold the fix from all, since it would change what
+    /// the suppressed finding is about too. An identifier within the rule (FM002: the layer and
+    /// its variant; FM001: the layer).
+    #[serde(skip)]
+    pub fix_group: Option<(usize, usize)>,
 }
 
 /// A fix is data: what it does, its trade-off, and the file changes.
