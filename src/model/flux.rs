@@ -6,6 +6,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::load::FileId;
 use crate::parse::{NodeId, YamlFile};
 
 use super::kustomize::{RefTarget, Rendered, Renderer, Transform, check_unique, display_dir};
@@ -224,7 +225,10 @@ fn normalize_url(url: &str) -> String {
     rest.strip_suffix(".git").unwrap_or(rest).to_string()
 }
 
-fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
+/// The file and node of a FluxInstance's spec: `spec` of the object, or `spec.values.instance`
+/// of a HelmRelease of the `flux-instance` chart. `None` for another object, or one written
+/// in a file named only as a patch.
+pub(super) fn instance_spec(model: &Model, idx: ObjectIdx) -> Option<(FileId, NodeId)> {
     if model.in_patch_file(idx) {
         return None;
     }
@@ -239,6 +243,13 @@ fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
     } else {
         return None;
     };
+    Some((obj.file, spec))
+}
+
+fn instance_sync(model: &Model, idx: ObjectIdx) -> Option<Sync> {
+    let (file, spec) = instance_spec(model, idx)?;
+    let obj = model.object(idx);
+    let yaml = &model.repo.file(file).yaml;
     let sync = yaml.lookup(spec, &["sync"])?;
     let get = |k: &str| {
         yaml.lookup(sync, &[k])

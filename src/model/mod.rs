@@ -4,9 +4,11 @@
 
 mod flux;
 mod generators;
+mod instance;
 mod kustomize;
 mod live;
 mod objects;
+pub mod patch;
 mod paths;
 mod required;
 mod transformers;
@@ -14,6 +16,9 @@ mod transformers;
 pub use flux::{
     FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef,
     Variant,
+};
+pub use instance::{
+    DISTRIBUTION, GeneratedObject, InstanceObjects, InstancePatch, distribution_source,
 };
 pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,

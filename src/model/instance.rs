@@ -1,0 +1,580 @@
+//! The objects a FluxInstance generates, as flux-operator builds them: its namespace, RBAC and
+//! network policies, each component's CRDs, ServiceAccount, Services and Deployment, and, for
+//! `spec.sync`, the root source and root Kustomization; with the transformer labels the operator
+//! adds and the instance's `spec.kustomize.patches` applied. Rules read this to judge patches
+//! (does one select anything, do two overlap, does one set the root source's trust settings)
+//! without a cluster. What each component contributes is data: `rules/flux-distribution.yaml`.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use crate::load::FileId;
+use crate::model::patch::{Labels, PatchBody, Selection, Selector};
+use crate::model::{Model, Name, ObjectIdx, ObjectKey};
+use crate::parse::{NodeId, Value, YamlFile};
+
+use super::flux::instance_spec;
+
+/// The distribution data: which objects each component and every instance contribute.
+pub const DISTRIBUTION: &str = include_str!("../../rules/flux-distribution.yaml");
+
+/// One object of the distribution data, before the instance's namespace is applied.
+#[derive(Clone, Debug)]
+struct Template {
+    kind: String,
+    api_version: String,
+    name: String,
+    component: Option<String>,
+    /// Cluster-scoped: no namespace.
+    cluster: bool,
+    /// From `roles/`, renamed with the `-<namespace>` suffix.
+    roles: bool,
+    /// From `policies.yaml`, present unless `spec.cluster.networkPolicy: false`.
+    policy: bool,
+    /// Labelled `control-plane: controller`.
+    controller: bool,
+}
+
+/// The parsed distribution data.
+#[derive(Debug)]
+struct Distribution {
+    read_from: String,
+    default_components: Vec<String>,
+    common: Vec<Template>,
+    components: BTreeMap<String, Vec<Template>>,
+}
+
+fn distribution() -> &'static Distribution {
+    static DATA: OnceLock<Distribution> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let (yaml, error) = YamlFile::parse(DISTRIBUTION);
+        assert!(error.is_none(), "rules/flux-distribution.yaml: {error:?}");
+        let data = yaml
+            .value(yaml.docs[0].root)
+            .expect("rules/flux-distribution.yaml has no alias");
+        let template = |v: &Value, component: Option<&str>| Template {
+            kind: v.str_at(&["kind"]).unwrap_or_default().to_string(),
+            api_version: v.str_at(&["apiVersion"]).unwrap_or_default().to_string(),
+            name: v.str_at(&["name"]).unwrap_or_default().to_string(),
+            component: component.map(str::to_string),
+            cluster: v.get("cluster").and_then(Value::as_bool).unwrap_or(false),
+            roles: v.get("roles").and_then(Value::as_bool).unwrap_or(false),
+            policy: v.get("policy").and_then(Value::as_bool).unwrap_or(false),
+            controller: v
+                .get("controller")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        };
+        let mut components = BTreeMap::new();
+        if let Some(Value::Map(entries)) = data.get("components") {
+            for (name, spec) in entries {
+                let name = name.as_str().unwrap_or_default();
+                let mut objects: Vec<Template> = spec
+                    .get("crds")
+                    .map(Value::seq)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|crd| Template {
+                        kind: "CustomResourceDefinition".into(),
+                        api_version: "apiextensions.k8s.io/v1".into(),
+                        name: crd.to_string(),
+                        component: Some(name.to_string()),
+                        cluster: true,
+                        roles: false,
+                        policy: false,
+                        controller: false,
+                    })
+                    .collect();
+                objects.extend(
+                    spec.get("objects")
+                        .map(Value::seq)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|o| template(o, Some(name))),
+                );
+                components.insert(name.to_string(), objects);
+            }
+        }
+        Distribution {
+            read_from: data
+                .str_at(&["distribution", "read_from"])
+                .unwrap_or_default()
+                .to_string(),
+            default_components: data
+                .path(&["distribution", "default_components"])
+                .map(Value::seq)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            common: data
+                .get("common")
+                .map(Value::seq)
+                .unwrap_or_default()
+                .iter()
+                .map(|o| template(o, None))
+                .collect(),
+            components,
+        }
+    })
+}
+
+/// Where the generated objects were read from (`flux-operator config/data/flux/v2.9.4`), for
+/// messages that rest on them.
+pub fn distribution_source() -> &'static str {
+    &distribution().read_from
+}
+
+/// An object the operator generates for an instance, with the patches that reach it applied.
+#[derive(Clone, Debug)]
+pub struct GeneratedObject {
+    pub key: ObjectKey,
+    /// The component it belongs to (`source-controller`), `None` for the instance's own
+    /// namespace, RBAC, policies and sync objects.
+    pub component: Option<String>,
+    pub labels: Labels,
+    pub annotations: Labels,
+    /// What the model knows of its content (identity, labels, and for the sync objects their
+    /// spec), after the patches that select it.
+    pub content: Value,
+    /// The instance patches that select it, by index into [`InstanceObjects::patches`], in
+    /// the order they apply.
+    pub patched_by: Vec<usize>,
+}
+
+/// One entry of the instance's `spec.kustomize.patches`, with its provenance.
+#[derive(Clone, Debug)]
+pub struct InstancePatch {
+    /// The file and the patch's item node (the `-` entry) in it.
+    pub file: FileId,
+    pub item: NodeId,
+    /// 1-based line of the entry.
+    pub line: usize,
+    /// The `target` selector and its node, when the patch has one.
+    pub target: Option<(Selector, NodeId)>,
+    /// The patch's body, or why it could not be read.
+    pub body: Result<PatchBody, String>,
+    /// The generated objects it selects (by index into [`InstanceObjects::objects`]).
+    pub selected: Vec<usize>,
+    /// Objects the model cannot tell whether it selects (a regular expression, a label whose
+    /// value is only known on the cluster).
+    pub undecided: usize,
+}
+
+impl InstancePatch {
+    /// The selector in effect: `target`, or the object a strategic-merge patch names.
+    pub fn selector(&self) -> Option<Selector> {
+        match &self.target {
+            Some((s, _)) => Some(s.clone()),
+            None => self.body.as_ref().ok().and_then(PatchBody::implicit_target),
+        }
+    }
+}
+
+/// Everything a FluxInstance generates.
+#[derive(Clone, Debug)]
+pub struct InstanceObjects {
+    pub instance: ObjectIdx,
+    pub namespace: String,
+    /// False when the set of objects depends on something not known statically (a `${…}`
+    /// placeholder or an unknown name in `spec.components`): rules then judge no selection.
+    pub complete: bool,
+    pub objects: Vec<GeneratedObject>,
+    pub patches: Vec<InstancePatch>,
+    /// Index of the root source (`spec.sync.kind`, named `spec.sync.name` or the namespace).
+    pub root_source: Option<usize>,
+    /// Index of the root Kustomization.
+    pub root_kustomization: Option<usize>,
+}
+
+fn s(text: &str) -> Value {
+    Value::Str(text.to_string(), false)
+}
+
+fn map(entries: Vec<(&str, Value)>) -> Value {
+    Value::Map(entries.into_iter().map(|(k, v)| (s(k), v)).collect())
+}
+
+fn labels_value(labels: &Labels) -> Value {
+    Value::Map(
+        labels
+            .iter()
+            .filter_map(|(k, v)| Some((s(k), s(v.as_deref()?))))
+            .collect(),
+    )
+}
+
+impl Model<'_> {
+    /// The objects the FluxInstance (or `flux-instance` HelmRelease) at `idx` generates, or
+    /// `None` for another object.
+    pub fn instance_objects(&self, idx: ObjectIdx) -> Option<InstanceObjects> {
+        let (file, spec) = instance_spec(self, idx)?;
+        let yaml = &self.repo.file(file).yaml;
+        let obj = self.object(idx);
+        let namespace = obj
+            .key
+            .namespace
+            .as_ref()
+            .map_or_else(|| "flux-system".to_string(), Name::to_string);
+        let scalar = |keys: &[&str]| yaml.lookup(spec, keys).and_then(|n| yaml.scalar(n));
+        let data = distribution();
+        let mut complete = true;
+        let components: Vec<String> = match yaml.lookup(spec, &["components"]) {
+            Some(list) => yaml
+                .items(list)
+                .iter()
+                .filter_map(|&n| yaml.scalar(n))
+                .map(str::to_string)
+                .collect(),
+            None => data.default_components.clone(),
+        };
+        let version = scalar(&["distribution", "version"]);
+        let mut common_labels: Labels = [
+            ("app.kubernetes.io/managed-by", Some("flux-operator")),
+            ("app.kubernetes.io/instance", Some(namespace.as_str())),
+            ("app.kubernetes.io/part-of", Some("flux")),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+        .collect();
+        // The label carries the resolved version; a range (`2.x`) resolves on the cluster.
+        let exact_version = version.filter(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+        common_labels.insert(
+            "app.kubernetes.io/version".into(),
+            exact_version.map(|v| format!("v{v}")),
+        );
+        let annotations: Labels = [(
+            "kustomize.toolkit.fluxcd.io/ssa".to_string(),
+            Some("Ignore".to_string()),
+        )]
+        .into();
+        let network_policy = scalar(&["cluster", "networkPolicy"]) != Some("false");
+        let mut templates: Vec<&Template> = data
+            .common
+            .iter()
+            .filter(|t| network_policy || !t.policy)
+            .collect();
+        for c in &components {
+            match data.components.get(c) {
+                Some(objects) => templates.extend(objects),
+                None => complete = false,
+            }
+        }
+        let mut objects: Vec<GeneratedObject> = templates
+            .into_iter()
+            .map(|t| {
+                let mut labels = common_labels.clone();
+                if let Some(c) = &t.component {
+                    labels.insert("app.kubernetes.io/component".into(), Some(c.clone()));
+                }
+                if t.controller {
+                    labels.insert("control-plane".into(), Some("controller".into()));
+                }
+                let name = if t.name == "<namespace>" {
+                    namespace.clone()
+                } else if t.roles {
+                    format!("{}-{namespace}", t.name)
+                } else {
+                    t.name.clone()
+                };
+                generated(
+                    ObjectKey {
+                        api_version: Name::from(t.api_version.as_str()),
+                        kind: Name::from(t.kind.as_str()),
+                        namespace: (!t.cluster).then(|| Name::from(namespace.as_str())),
+                        name: Name::from(name.as_str()),
+                    },
+                    t.component.clone(),
+                    labels,
+                    annotations.clone(),
+                    Vec::new(),
+                )
+            })
+            .collect();
+        let (mut root_source, mut root_kustomization) = (None, None);
+        if let Some(source) = self.instance_source(idx) {
+            let get = |k: &str| scalar(&["sync", k]);
+            let kind = source.kind.as_str();
+            // v1 for every kind from Flux 2.6 (internal/builder/semver.go), which the data
+            // covers.
+            let api_version = "source.toolkit.fluxcd.io/v1";
+            let mut source_spec = vec![("interval", s(get("interval").unwrap_or("1m")))];
+            let reference = get("ref").unwrap_or_default();
+            match kind {
+                "GitRepository" => source_spec.push(("ref", map(vec![("name", s(reference))]))),
+                "OCIRepository" => source_spec.push(("ref", map(vec![("tag", s(reference))]))),
+                _ => source_spec.push(("bucketName", s(reference))),
+            }
+            if let Some(secret) = get("pullSecret") {
+                source_spec.push(("secretRef", map(vec![("name", s(secret))])));
+            }
+            if let Some(provider) = get("provider") {
+                source_spec.push(("provider", s(provider)));
+            }
+            let url_field = if kind == "Bucket" { "endpoint" } else { "url" };
+            source_spec.push((url_field, s(get("url").unwrap_or_default())));
+            let key = |api: &str, kind: &str| ObjectKey {
+                api_version: Name::from(api),
+                kind: Name::from(kind),
+                namespace: Some(Name::from(source.namespace.as_str())),
+                name: Name::from(source.name.as_str()),
+            };
+            root_source = Some(objects.len());
+            objects.push(generated(
+                key(api_version, kind),
+                None,
+                common_labels.clone(),
+                annotations.clone(),
+                source_spec,
+            ));
+            root_kustomization = Some(objects.len());
+            objects.push(generated(
+                key("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+                None,
+                common_labels.clone(),
+                annotations.clone(),
+                vec![
+                    ("interval", s("10m0s")),
+                    ("path", s(get("path").unwrap_or_default())),
+                    ("prune", s("true")),
+                    (
+                        "sourceRef",
+                        map(vec![("kind", s(kind)), ("name", s(&source.name))]),
+                    ),
+                ],
+            ));
+        }
+        if components.iter().any(|c| c.contains("${")) {
+            complete = false;
+        }
+        let mut patches = Vec::new();
+        if let Some(list) = yaml.lookup(spec, &["kustomize", "patches"]) {
+            for &item in yaml.items(list) {
+                let target = yaml.lookup(item, &["target"]).map(|node| {
+                    let value = yaml.value(node).unwrap_or(Value::Null);
+                    (Selector::from_value(&value), node)
+                });
+                let body = match yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n)) {
+                    Some(text) => PatchBody::parse(text),
+                    None => Err("the patch has no inline `patch` text".into()),
+                };
+                let at = yaml.node(item).dash.unwrap_or(yaml.node(item).span.start);
+                patches.push(InstancePatch {
+                    file,
+                    item,
+                    line: yaml.line_of(at),
+                    target,
+                    body,
+                    selected: Vec::new(),
+                    undecided: 0,
+                });
+            }
+        }
+        // The operator renders every patch in one kustomize build, in list order.
+        for (pi, patch) in patches.iter_mut().enumerate() {
+            let Some(selector) = patch.selector() else {
+                continue;
+            };
+            for (oi, object) in objects.iter_mut().enumerate() {
+                match selector.selects(&object.key, &object.labels, &object.annotations) {
+                    Selection::Yes => {
+                        patch.selected.push(oi);
+                        object.patched_by.push(pi);
+                        if let Ok(body) = &patch.body {
+                            body.apply(&mut object.content);
+                        }
+                    }
+                    Selection::Unknown => patch.undecided += 1,
+                    Selection::No => {}
+                }
+            }
+        }
+        Some(InstanceObjects {
+            instance: idx,
+            namespace,
+            complete,
+            objects,
+            patches,
+            root_source,
+            root_kustomization,
+        })
+    }
+}
+
+/// A generated object's record, its content holding identity, labels and `spec`.
+fn generated(
+    key: ObjectKey,
+    component: Option<String>,
+    labels: Labels,
+    annotations: Labels,
+    spec: Vec<(&str, Value)>,
+) -> GeneratedObject {
+    let mut metadata = vec![("name", s(&key.name))];
+    if let Some(ns) = &key.namespace {
+        metadata.push(("namespace", s(ns)));
+    }
+    metadata.push(("labels", labels_value(&labels)));
+    metadata.push(("annotations", labels_value(&annotations)));
+    let mut content = vec![
+        ("apiVersion", s(&key.api_version)),
+        ("kind", s(&key.kind)),
+        ("metadata", map(metadata)),
+    ];
+    if !spec.is_empty() {
+        content.push(("spec", map(spec)));
+    }
+    GeneratedObject {
+        key,
+        component,
+        labels,
+        annotations,
+        content: map(content),
+        patched_by: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::Repo;
+    use crate::model::ModelOptions;
+
+    fn instance_model(dir: &std::path::Path, text: &str) -> Repo {
+        std::fs::write(dir.join("instance.yaml"), text).unwrap();
+        Repo::load(dir).unwrap()
+    }
+
+    const INSTANCE: &str = "\
+apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  distribution:
+    version: \"2.x\"
+    registry: ghcr.io/fluxcd
+  components:
+    - source-controller
+    - kustomize-controller
+  sync:
+    kind: OCIRepository
+    url: oci://ghcr.io/example/platform
+    ref: latest
+    path: clusters/prod
+  kustomize:
+    patches:
+      - target:
+          kind: OCIRepository
+        patch: |
+          - op: add
+            path: /spec/verify
+            value:
+              provider: cosign
+              matchOIDCIdentity:
+                - issuer: ${ISSUER}
+                  subject: ${SUBJECT}
+      - target:
+          kind: Deployment
+          name: kustomize-controler
+        patch: |
+          - op: replace
+            path: /spec/replicas
+            value: 2
+      - target:
+          kind: Deployment
+          labelSelector: app.kubernetes.io/component=source-controller
+        patch: |
+          apiVersion: apps/v1
+          kind: Deployment
+          metadata:
+            name: all
+          spec:
+            replicas: 3
+";
+
+    #[test]
+    fn generates_components_root_source_and_applies_patches() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = instance_model(dir.path(), INSTANCE);
+        let model = Model::build(&repo, &ModelOptions::default());
+        let idx = (0..model.objects.len())
+            .find(|&i| model.is_flux_instance(i))
+            .unwrap();
+        let generated = model.instance_objects(idx).unwrap();
+        assert!(generated.complete);
+        let names: Vec<String> = generated
+            .objects
+            .iter()
+            .map(|o| o.key.to_string())
+            .collect();
+        for want in [
+            "Deployment/flux-system/source-controller",
+            "ServiceAccount/flux-system/kustomize-controller",
+            "Service/flux-system/source-controller",
+            "CustomResourceDefinition/ocirepositories.source.toolkit.fluxcd.io",
+            "ClusterRole/crd-controller-flux-system",
+            "OCIRepository/flux-system/flux-system",
+            "Kustomization/flux-system/flux-system",
+        ] {
+            assert!(
+                names.contains(&want.to_string()),
+                "{want} missing: {names:?}"
+            );
+        }
+        assert!(!names.iter().any(|n| n.contains("helm-controller")));
+        let source = &generated.objects[generated.root_source.unwrap()];
+        assert_eq!(
+            source.content.str_at(&["spec", "verify", "provider"]),
+            Some("cosign")
+        );
+        assert_eq!(source.patched_by, vec![0]);
+        // The misspelt name selects nothing; the label selector selects one Deployment.
+        assert!(generated.patches[1].selected.is_empty());
+        let by_label: Vec<String> = generated.patches[2]
+            .selected
+            .iter()
+            .map(|&i| generated.objects[i].key.to_string())
+            .collect();
+        assert_eq!(by_label, vec!["Deployment/flux-system/source-controller"]);
+        assert_eq!(generated.patches[0].line, 20);
+        let sc = generated
+            .objects
+            .iter()
+            .find(|o| o.key.name == "source-controller" && o.key.kind == "Deployment")
+            .unwrap();
+        assert_eq!(sc.content.str_at(&["spec", "replicas"]), Some("3"));
+        assert_eq!(
+            sc.labels.get("app.kubernetes.io/version"),
+            Some(&None),
+            "a version range resolves on the cluster"
+        );
+    }
+
+    #[test]
+    fn sync_name_and_default_components() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux\nspec:\n  distribution:\n    version: 2.9.4\n  sync:\n    kind: GitRepository\n    name: root\n    url: https://example.com/x.git\n    ref: refs/heads/main\n    path: clusters/a\n";
+        let repo = instance_model(dir.path(), text);
+        let model = Model::build(&repo, &ModelOptions::default());
+        let idx = (0..model.objects.len())
+            .find(|&i| model.is_flux_instance(i))
+            .unwrap();
+        let generated = model.instance_objects(idx).unwrap();
+        let source = &generated.objects[generated.root_source.unwrap()];
+        assert_eq!(source.key.to_string(), "GitRepository/flux/root");
+        let names: Vec<String> = generated
+            .objects
+            .iter()
+            .map(|o| o.key.to_string())
+            .collect();
+        assert!(names.contains(&"Deployment/flux/helm-controller".to_string()));
+        assert!(names.contains(&"Service/flux/webhook-receiver".to_string()));
+        assert_eq!(
+            source.labels.get("app.kubernetes.io/version"),
+            Some(&Some("v2.9.4".to_string()))
+        );
+    }
+}
