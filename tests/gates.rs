@@ -449,6 +449,24 @@ fn remote_resource_layer_is_not_verified_not_failed() {
     let json = fix_cli(&dir, &["--format", "json"], None).json();
     assert_eq!(json["kustomize_layers"]["built"], built, "{json:#}");
     assert_eq!(json["kustomize_layers"]["affected"], affected, "{json:#}");
+    // Per layer: `apps` not built, with the reason; every other affected layer built.
+    let layers = json["kustomize_layers"]["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), affected, "{json:#}");
+    for l in layers {
+        if l["layer"] == "flux-system/apps" {
+            assert_eq!(l["built"], false, "{l}");
+            assert!(
+                l["why"].as_str().unwrap().starts_with("remote resource"),
+                "{l}"
+            );
+        } else {
+            assert_eq!(
+                (l["built"].as_bool(), l["why"].is_null()),
+                (Some(true), true),
+                "{l}"
+            );
+        }
+    }
 }
 
 /// `(built, affected)` from the summary's `verified: builtin + kustomize (B of A layers built)`.

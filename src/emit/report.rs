@@ -594,7 +594,7 @@ pub fn fix_json(
         })
         .collect();
     let suppressed: Vec<_> = suppressed.iter().map(suppressed_json).collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
+    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected, "layers": plan.kustomize_per_layer.iter().map(|(layer, why)| json!({"layer": layer, "built": why.is_none(), "why": why})).collect::<Vec<_>>()})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 

@@ -331,6 +331,7 @@ fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
             "--verify off: no gate ran; this change is NOT verified, and its rollout was not played (it may delete live objects)".into(),
         ],
         kustomize_layers: None,
+        kustomize_per_layer: Vec::new(),
         rollout_notes: Vec::new(),
     }
 }

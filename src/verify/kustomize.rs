@@ -314,6 +314,8 @@ pub struct Outcome {
     pub layers: usize,
     /// Of those, the layers kustomize built and compared; the rest are in `not_verified`.
     pub layers_built: usize,
+    /// Each affected layer (`namespace/name`), and why it was not built, if it was not.
+    pub per_layer: Vec<(String, Option<String>)>,
 }
 
 /// (cluster, namespace, name) of a layer.
@@ -521,6 +523,10 @@ fn check_confined(
         .iter()
         .filter(|k| !unverifiable.contains_key(*k))
         .count();
+    outcome.per_layer = affected
+        .iter()
+        .map(|k| (format!("{}/{}", k.1, k.2), unverifiable.get(k).cloned()))
+        .collect();
 
     let before_set = multiset(&before_builds, &touched, &excluded, allowed, false);
     let after_set = multiset(&after_builds, &touched, &excluded, allowed, true);

@@ -37,6 +37,9 @@ pub struct Plan {
     /// `(built, affected)`: of the layers the change can alter, how many the kustomize gate
     /// built and compared; `None` when it did not run. A summary must not claim more.
     pub kustomize_layers: Option<(usize, usize)>,
+    /// Each layer the kustomize gate had to build (`namespace/name`), and why it could not,
+    /// when it could not: what a reviewer needs to know was really checked.
+    pub kustomize_per_layer: Vec<(String, Option<String>)>,
     /// What the rollout does that the fixes accept (a disposable workload recreated), said in
     /// every report.
     pub rollout_notes: Vec<String>,
@@ -47,6 +50,7 @@ impl Plan {
     fn record(&mut self, outcome: kustomize::Outcome) {
         self.not_verified.extend(outcome.not_verified);
         self.kustomize_layers = Some((outcome.layers_built, outcome.layers));
+        self.kustomize_per_layer = outcome.per_layer;
     }
 }
 
@@ -364,6 +368,7 @@ pub fn plan(
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
             kustomize_layers: None,
+            kustomize_per_layer: Vec::new(),
             rollout_notes,
         };
     }
@@ -392,6 +397,7 @@ pub fn plan(
             verified_by: vec!["builtin"],
             not_verified: Vec::new(),
             kustomize_layers: None,
+            kustomize_per_layer: Vec::new(),
             rollout_notes,
         },
         Err(reason) => {
@@ -407,6 +413,7 @@ pub fn plan(
                 verified_by: vec!["builtin"],
                 not_verified: Vec::new(),
                 kustomize_layers: None,
+                kustomize_per_layer: Vec::new(),
                 rollout_notes: Vec::new(),
             }
         }
