@@ -7,6 +7,7 @@ mod common;
 
 use common::{
     TempRepo, assert_fix_writes_after_tree, fix_runs, fixture, fluxmend, kubectl_kustomize,
+    rule_findings,
 };
 
 const CASES: &[&str] = &["fm003-instance-patch", "fm003-sources"];
@@ -29,14 +30,7 @@ fn written_result_equals_after_tree_and_converges() {
 }
 
 fn fm003_findings(root: &std::path::Path) -> Vec<serde_json::Value> {
-    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
-    run.json()["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "FM003")
-        .cloned()
-        .collect()
+    rule_findings(root, "FM003").1
 }
 
 /// Each list is found where it is written (the object, the patch file, the FluxInstance's patch

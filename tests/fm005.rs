@@ -7,6 +7,7 @@ mod common;
 
 use common::{
     TempRepo, assert_fix_writes_after_tree, fix_runs, fixture, fluxmend, kubectl_kustomize,
+    rule_findings,
 };
 
 const CASES: &[&str] = &["fm005-inline", "fm005-flow-crlf"];
@@ -32,18 +33,10 @@ fn written_result_equals_after_tree_and_converges() {
 /// checks and the layer behind it; the layer whose list is its gate (no `wait`) is not reported.
 #[test]
 fn the_finding_says_what_the_layer_really_waits_on() {
-    let root = fixture("fm005-inline", "before");
-    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let report = run.json();
-    let findings: Vec<&serde_json::Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "FM005")
-        .collect();
+    let (code, findings) = rule_findings(&fixture("fm005-inline", "before"), "FM005");
+    assert_eq!(code, 1);
     assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = findings[0];
+    let f = &findings[0];
     assert_eq!(f["layer"]["name"], "apps");
     assert_eq!(f["severity"], "warning");
     assert_eq!(f["file"], "clusters/production/layers.yaml");
@@ -130,15 +123,8 @@ fn the_health_checks_strategy_refuses_to_gate_on_runners() {
 #[test]
 fn a_layer_document_another_cluster_patches_is_not_edited() {
     let root = fixture("fm005-shared-base", "before");
+    let (_, findings) = rule_findings(&root, "FM005");
     let root = root.to_str().unwrap();
-    let run = fluxmend(["check", root, "--format", "json"]);
-    let report = run.json();
-    let findings: Vec<&serde_json::Value> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "FM005")
-        .collect();
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert!(
         findings[0]["cluster"]

@@ -108,11 +108,7 @@ fn describe(
     let mut message = format!(
         "{} has wait: true, so Flux ignores its {} ({}) and health-checks all {} it applies",
         layer.id,
-        plural(
-            layer.health_checks.len(),
-            "healthChecks entry",
-            "healthChecks entries"
-        ),
+        entry_count(layer),
         entries_text(&layer.health_checks.iter().collect::<Vec<_>>()),
         plural(waited.len(), "object", "objects"),
     );
@@ -172,6 +168,15 @@ fn listed_disposables(model: &Model, layer: &Layer) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// `1 healthChecks entry`, `2 healthChecks entries`.
+fn entry_count(layer: &Layer) -> String {
+    plural(
+        layer.health_checks.len(),
+        "healthChecks entry",
+        "healthChecks entries",
+    )
 }
 
 /// `Kind/namespace/name` (or `Kind/name`) of each `healthChecks` entry, as written.
@@ -252,11 +257,7 @@ fn plan_fix(
             let mut description = format!(
                 "set wait: false on {}, so that its {} become its health gate",
                 layer.id,
-                plural(
-                    layer.health_checks.len(),
-                    "healthChecks entry",
-                    "healthChecks entries"
-                )
+                entry_count(layer)
             );
             if !outside.is_empty() {
                 description.push_str(&format!(

@@ -811,3 +811,16 @@ pub fn fix_runs(case: &str, extra: &[&str]) -> Vec<(&'static str, Run)> {
     }
     runs
 }
+
+/// `check PATH --format json`: its exit code and the findings of `rule`.
+pub fn rule_findings(root: &Path, rule: &str) -> (i32, Vec<Value>) {
+    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
+    let findings = run.json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .cloned()
+        .collect();
+    (run.code, findings)
+}
