@@ -405,6 +405,11 @@ impl Repo {
         }
     }
 
+    /// How many files of the repository were parsed (generated files not counted).
+    pub fn parsed_files(&self) -> usize {
+        self.files.len() - self.generated.len()
+    }
+
     /// What a generated file comes from (`ResourceSet ns/name (file:line)`); `None` for a file
     /// of the repository.
     pub fn generated_from(&self, path: &str) -> Option<&str> {

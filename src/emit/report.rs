@@ -38,7 +38,7 @@ impl Summary {
         diagnostics: &[Diagnostic],
     ) -> Self {
         Summary {
-            files: model.repo.files.len(),
+            files: model.repo.parsed_files(),
             objects: model.objects.len(),
             layers: model.layers.len(),
             live_layers: model.live_layers().count(),
