@@ -413,7 +413,12 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     print!(
         "{}",
         match args.format {
-            CheckFormat::Text => report::check_text(&findings, &diagnostics, &summary),
+            CheckFormat::Text => report::check_text(
+                &findings,
+                &diagnostics,
+                &summary,
+                &report::path_base(&repo.root)
+            ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
             CheckFormat::Sarif => fluxmend::emit::sarif::check_sarif(
                 &findings,
@@ -561,7 +566,14 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         Format::Text => {
             eprint!(
                 "{}",
-                report::fix_text(&plan, &suppressed, &diagnostics, &standing, action)
+                report::fix_text(
+                    &plan,
+                    &suppressed,
+                    &diagnostics,
+                    &standing,
+                    action,
+                    &report::path_base(&repo.root),
+                )
             );
             if action.is_empty() {
                 print!("{diff}");

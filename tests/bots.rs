@@ -225,10 +225,11 @@ fn github_annotations() {
     assert_eq!(lines.len(), findings.len(), "{}", run.stdout);
     for (line, f) in lines.iter().zip(findings) {
         let expected = format!(
-            "::{} file={},line={},title=fluxmend FM",
+            "::{} file={},line={},col={},title=fluxmend FM",
             f["severity"].as_str().unwrap(),
             f["file"].as_str().unwrap(),
-            f["line"]
+            f["line"],
+            f["column"]
         );
         assert!(line.starts_with(&expected), "{line} vs {expected}");
         assert!(!line.contains('\n'));

@@ -135,3 +135,53 @@ fn mistakes_are_diagnostics_with_a_place_and_the_valid_keys() {
     );
     assert_eq!(fix.code, 1);
 }
+
+/// Text output writes paths relative to the current directory with line and column, so that
+/// `path:line:col` opens in an editor from where fluxmend ran.
+#[test]
+fn text_paths_are_relative_to_the_current_directory_with_a_column() {
+    let repo = TempRepo::with_flux_instance();
+    let (_, report) = repo.check_json(&[]);
+    let f = &report["findings"][0];
+    let (file, line, column) = (
+        f["file"].as_str().unwrap(),
+        f["line"].as_u64().unwrap(),
+        f["column"].as_u64().unwrap(),
+    );
+    assert_eq!(file, "apps/kustomization.yaml");
+    let text = repo.read(file);
+    let written = text.lines().nth(line as usize - 1).unwrap();
+    assert_eq!(
+        &written[column as usize - 1..],
+        "- flux.yaml",
+        "the column points at the entry"
+    );
+    let from_root = common::fluxmend_in(repo.path(), ["check", "."]);
+    assert!(
+        from_root
+            .stdout
+            .starts_with(&format!("{file}:{line}:{column}: error[FM001]")),
+        "{}",
+        from_root.stdout
+    );
+    let from_apps = common::fluxmend_in(&repo.path().join("apps"), ["check", ".."]);
+    assert!(
+        from_apps
+            .stdout
+            .starts_with(&format!("../{file}:{line}:{column}: ")),
+        "{}",
+        from_apps.stdout
+    );
+    let from_above = common::fluxmend_in(
+        repo.path().parent().unwrap(),
+        ["check", repo.path().to_str().unwrap()],
+    );
+    let name = repo.path().file_name().unwrap().to_str().unwrap();
+    assert!(
+        from_above
+            .stdout
+            .starts_with(&format!("{name}/{file}:{line}:{column}: ")),
+        "{}",
+        from_above.stdout
+    );
+}

@@ -498,7 +498,8 @@ fn no_flux_object_is_a_warning_not_a_silent_pass() {
                 .unwrap()
                 .contains("Point PATH at the root")
         );
-        let text = fluxmend(command_args("check", &root, &[]));
+        // Paths in text are relative to the current directory: `.` is the root run in.
+        let text = common::fluxmend_in(&root, ["check", "."]);
         assert!(
             text.stdout.starts_with(".: warning: no Flux Kustomization"),
             "{}",

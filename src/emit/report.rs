@@ -64,6 +64,7 @@ fn finding_json(f: &Finding) -> serde_json::Value {
         "message": f.message,
         "file": f.file,
         "line": f.line,
+        "column": f.column,
         "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
         "cluster": f.cluster,
         "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
@@ -86,15 +87,45 @@ pub fn check_json(
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
+/// The path from the current directory to the repository root, ending in `/` (`""` when they
+/// are the same): text output writes `base + file`, so that `path:line:col` opens in an editor
+/// or terminal started where fluxmend ran.
+pub fn path_base(root: &std::path::Path) -> String {
+    let Ok(cwd) = std::env::current_dir().and_then(|d| d.canonicalize()) else {
+        return String::new();
+    };
+    let root: Vec<_> = root.components().collect();
+    let here: Vec<_> = cwd.components().collect();
+    let common = root.iter().zip(&here).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); here.len() - common];
+    parts.extend(
+        root[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        String::new()
+    } else {
+        parts.join("/") + "/"
+    }
+}
+
 /// `check --format text`: one block per finding, one line per diagnostic, then the summary.
-pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
+/// Paths are written below `base` ([`path_base`]).
+pub fn check_text(
+    findings: &[Finding],
+    diagnostics: &[Diagnostic],
+    summary: &Summary,
+    base: &str,
+) -> String {
     let mut out = String::new();
     for f in findings {
         let _ = write!(
             out,
-            "{}:{}: {}[{}]: {}{}",
+            "{base}{}:{}:{}: {}[{}]: {}{}",
             f.file,
             f.line,
+            f.column,
             f.severity,
             f.rule,
             f.message,
@@ -106,7 +137,7 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
         out.push('\n');
     }
     for d in diagnostics {
-        diagnostic_line(&mut out, d);
+        diagnostic_line(&mut out, d, base);
     }
     let _ = write!(
         out,
@@ -129,12 +160,13 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
     out
 }
 
-/// `file:line:column: severity: message` (`.` for the repository itself).
-fn diagnostic_line(out: &mut String, d: &Diagnostic) {
+/// `file:line:column: severity: message` (the root itself for the repository), below `base`.
+fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
     let place = match (d.line, d.column) {
-        (Some(l), Some(c)) => format!("{}:{l}:{c}", d.file),
-        _ if d.file.is_empty() => ".".to_string(),
-        _ => d.file.clone(),
+        (Some(l), Some(c)) => format!("{base}{}:{l}:{c}", d.file),
+        _ if d.file.is_empty() && base.is_empty() => ".".to_string(),
+        _ if d.file.is_empty() => base.trim_end_matches('/').to_string(),
+        _ => format!("{base}{}", d.file),
     };
     let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
 }
@@ -456,13 +488,14 @@ pub fn fix_text(
     diagnostics: &[Diagnostic],
     standing: &Standing,
     action: &str,
+    base: &str,
 ) -> String {
     let mut out = String::new();
     for f in &plan.findings {
         let _ = writeln!(
             out,
-            "{}:{}: {}[{}]: {}",
-            f.file, f.line, f.severity, f.rule, f.message
+            "{base}{}:{}:{}: {}[{}]: {}",
+            f.file, f.line, f.column, f.severity, f.rule, f.message
         );
         match (&f.fix, &f.no_fix_reason) {
             (Some(fix), _) => {
@@ -488,7 +521,7 @@ pub fn fix_text(
         .iter()
         .filter(|d| d.severity >= Severity::Warning)
     {
-        diagnostic_line(&mut out, d);
+        diagnostic_line(&mut out, d, base);
     }
     if !diagnostics.is_empty() {
         let _ = writeln!(

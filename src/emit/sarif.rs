@@ -78,7 +78,7 @@ pub fn check_sarif(
                 "ruleIndex": index,
                 "level": level(f.severity),
                 "message": {"text": f.message},
-                "locations": [location(prefix, &f.file, Some(f.line), None)],
+                "locations": [location(prefix, &f.file, Some(f.line), Some(f.column))],
                 "partialFingerprints": {"fluxmend/v1": fingerprint(f)},
                 "properties": {"fixable": f.fix.is_some()},
         })

@@ -234,6 +234,7 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         message,
         file,
         line,
+        column: 0,
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,

@@ -184,6 +184,7 @@ fn describe(
         message,
         file: model.repo.file(obj.file).path.clone(),
         line: obj.line,
+        column: 0,
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,
