@@ -420,12 +420,27 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                 &report::path_base(&repo.root)
             ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
-            CheckFormat::Sarif => fluxmend::emit::sarif::check_sarif(
-                &findings,
-                &suppressed,
-                &diagnostics,
-                &checkout_prefix()
-            ),
+            CheckFormat::Sarif => {
+                // Only verified fixes go into SARIF: the builtin gates prove them first.
+                let plan = fluxmend::verify::gates::plan_with(
+                    &repo,
+                    &model,
+                    &options,
+                    findings.clone(),
+                    VerifyMode::Builtin,
+                    None,
+                );
+                let fix_of = |f: &fluxmend::rules::Finding| {
+                    fluxmend::emit::apply::contents(&repo, &f.fix.as_ref()?.changes).ok()
+                };
+                fluxmend::emit::sarif::check_sarif(
+                    &plan.findings,
+                    &suppressed,
+                    &diagnostics,
+                    &checkout_prefix(),
+                    &fix_of,
+                )
+            }
             CheckFormat::Github =>
                 fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
         }
