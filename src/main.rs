@@ -107,6 +107,42 @@ struct FixArgs {
     /// `wait: false` so the list becomes the gate (objects not listed are no longer waited on).
     #[arg(long, value_enum, default_value_t = FixStrategy::Wait)]
     strategy: FixStrategy,
+    /// Colour the text report (and the diff, on a terminal only: a piped diff is never coloured).
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
+}
+
+/// When text output is coloured.
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (`CLICOLOR_FORCE` forces it).
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    fn choice(self) -> anstream::ColorChoice {
+        match self {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        }
+    }
+}
+
+/// Print `text` to standard output, coloured as `when` says.
+fn print_styled(text: &str, when: ColorWhen) {
+    use std::io::Write as _;
+    let mut out = anstream::AutoStream::new(std::io::stdout(), when.choice());
+    let _ = out.write_all(text.as_bytes());
+}
+
+/// Print `text` to standard error, coloured as `when` says.
+fn eprint_styled(text: &str, when: ColorWhen) {
+    use std::io::Write as _;
+    let mut out = anstream::AutoStream::new(std::io::stderr(), when.choice());
+    let _ = out.write_all(text.as_bytes());
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -175,6 +211,9 @@ struct CheckArgs {
     /// Exit 0 whatever is found (the same as `--fail-on never`): report without gating.
     #[arg(long, conflicts_with = "fail_on")]
     exit_zero: bool,
+    /// Colour the text report: `auto` on a terminal unless `NO_COLOR` is set.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
 }
 
 #[derive(Args)]
@@ -410,14 +449,13 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         Some(p) if !p.is_empty() => format!("{p}/"),
         _ => String::new(),
     };
-    print!(
-        "{}",
-        match args.format {
+    print_styled(
+        &match args.format {
             CheckFormat::Text => report::check_text(
                 &findings,
                 &diagnostics,
                 &summary,
-                &report::path_base(&repo.root)
+                &report::path_base(&repo.root),
             ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
             CheckFormat::Sarif => {
@@ -441,9 +479,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                     &fix_of,
                 )
             }
-            CheckFormat::Github =>
-                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
-        }
+            CheckFormat::Github => {
+                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix())
+            }
+        },
+        args.color,
     );
     let threshold = if args.exit_zero {
         None
@@ -579,19 +619,30 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             )
         ),
         Format::Text => {
-            eprint!(
-                "{}",
-                report::fix_text(
+            eprint_styled(
+                &report::fix_text(
                     &plan,
                     &suppressed,
                     &diagnostics,
                     &standing,
                     action,
                     &report::path_base(&repo.root),
-                )
+                ),
+                args.color,
             );
             if action.is_empty() {
-                print!("{diff}");
+                // Coloured only on a terminal: a piped diff goes to `git apply` as is.
+                use std::io::IsTerminal as _;
+                let stdout = std::io::stdout();
+                let coloured = stdout.is_terminal()
+                    && !matches!(args.color, ColorWhen::Never)
+                    && (matches!(args.color, ColorWhen::Always)
+                        || anstream::AutoStream::choice(&stdout) != anstream::ColorChoice::Never);
+                if coloured {
+                    print_styled(&fluxmend::emit::text::diff(&diff), ColorWhen::Always);
+                } else {
+                    print!("{diff}");
+                }
             }
         }
     }

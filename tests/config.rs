@@ -160,7 +160,7 @@ fn text_paths_are_relative_to_the_current_directory_with_a_column() {
     assert!(
         from_root
             .stdout
-            .starts_with(&format!("{file}:{line}:{column}: error[FM001]")),
+            .starts_with(&format!("{file}:{line}:{column}: FM001 error: ")),
         "{}",
         from_root.stdout
     );

@@ -9,8 +9,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::emit::text::{self, FindingWriter};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
+use crate::rules::plural;
 use crate::rules::suppress::Suppressed;
 
 /// The version of the JSON output's shape: raised when a field changes meaning or goes away
@@ -119,32 +121,22 @@ pub fn check_text(
     base: &str,
 ) -> String {
     let mut out = String::new();
+    let mut writer = FindingWriter::default();
     for f in findings {
-        let _ = write!(
-            out,
-            "{base}{}:{}:{}: {}[{}]: {}{}",
-            f.file,
-            f.line,
-            f.column,
-            f.severity,
-            f.rule,
-            f.message,
-            if f.fix.is_some() { " [fixable]" } else { "" }
-        );
-        if !f.cluster.is_empty() {
-            let _ = write!(out, " [cluster {}]", f.cluster);
+        writer.write(&mut out, f, base);
+        if f.fix.is_some() {
+            text::detail(&mut out, "fix", "available: `fluxmend fix` shows it");
         }
-        out.push('\n');
     }
     for d in diagnostics {
         diagnostic_line(&mut out, d, base);
     }
     let _ = write!(
         out,
-        "checked {} files, {} objects, {} layers ({} live): findings: {}; diagnostics: {}",
-        summary.files,
-        summary.objects,
-        summary.layers,
+        "checked {}, {}, {} ({} live): findings: {}; diagnostics: {}",
+        plural(summary.files, "file", "files"),
+        plural(summary.objects, "object", "objects"),
+        plural(summary.layers, "layer", "layers"),
         summary.live_layers,
         count(&summary.findings),
         count(&summary.diagnostics)
@@ -153,7 +145,7 @@ pub fn check_text(
         let _ = write!(
             out,
             "; suppressed: {} (`--format json` lists them with their reasons)",
-            summary.suppressed
+            plural(summary.suppressed, "finding", "findings")
         );
     }
     out.push('\n');
@@ -168,12 +160,22 @@ fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
         _ if d.file.is_empty() => base.trim_end_matches('/').to_string(),
         _ => format!("{base}{}", d.file),
     };
-    let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
+    let _ = writeln!(
+        out,
+        "{}: {}: {}",
+        text::styled(text::place_style(), &place),
+        text::styled(text::severity_style(d.severity), &d.severity.to_string()),
+        d.message
+    );
 }
 
-/// `2 error, 1 warning`, most severe first, or `none`.
+/// `2 errors, 1 warning`, most severe first, or `none`.
 fn count(m: &BTreeMap<Severity, usize>) -> String {
-    let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
+    let parts: Vec<String> = m
+        .iter()
+        .rev()
+        .map(|(s, n)| plural(*n, &s.to_string(), &format!("{s}s")))
+        .collect();
     if parts.is_empty() {
         "none".to_string()
     } else {
@@ -491,29 +493,27 @@ pub fn fix_text(
     base: &str,
 ) -> String {
     let mut out = String::new();
+    let mut writer = FindingWriter::default();
     for f in &plan.findings {
-        let _ = writeln!(
-            out,
-            "{base}{}:{}:{}: {}[{}]: {}",
-            f.file, f.line, f.column, f.severity, f.rule, f.message
-        );
+        writer.write(&mut out, f, base);
         match (&f.fix, &f.no_fix_reason) {
             (Some(fix), _) => {
-                let _ = writeln!(out, "  fix: {}", fix.description);
-                let _ = writeln!(out, "  trade-off: {}", fix.tradeoff);
+                text::detail(&mut out, "fix", &fix.description);
+                text::detail(&mut out, "trade-off", fix.tradeoff);
                 if let Some(p) = &fix.phase {
                     if p.phase < p.phases {
-                        let _ =
-                            writeln!(out, "  before phase {}: confirm {}", p.phase + 1, p.confirm);
+                        text::detail(
+                            &mut out,
+                            &format!("before phase {}", p.phase + 1),
+                            &format!("confirm {}", p.confirm),
+                        );
                     } else {
-                        let _ = writeln!(out, "  precondition: {}", p.confirm);
+                        text::detail(&mut out, "precondition", &p.confirm);
                     }
-                    let _ = writeln!(out, "  afterwards: {}", p.stays);
+                    text::detail(&mut out, "afterwards", &p.stays);
                 }
             }
-            (None, Some(reason)) => {
-                let _ = writeln!(out, "  no fix: {reason}");
-            }
+            (None, Some(reason)) => text::detail(&mut out, "no fix", reason),
             (None, None) => {}
         }
     }
@@ -534,15 +534,15 @@ pub fn fix_text(
         let _ = writeln!(
             out,
             "suppressed: {} (not fixed; `--format json` lists them with their reasons)",
-            crate::rules::plural(suppressed.len(), "finding", "findings")
+            plural(suppressed.len(), "finding", "findings")
         );
     }
     let files = plan.files.len();
     let verified = verified_text(plan);
     let _ = match (files, action) {
         (0, _) => writeln!(out, "nothing to change"),
-        (n, "") => writeln!(out, "{n} file(s) to change; {verified}"),
-        (n, a) => writeln!(out, "{n} file(s) {a}; {verified}"),
+        (n, "") => writeln!(out, "{} to change; {verified}", plural(n, "file", "files")),
+        (n, a) => writeln!(out, "{} {a}; {verified}", plural(n, "file", "files")),
     };
     if files > 0 {
         for note in &plan.not_verified {
@@ -555,10 +555,13 @@ pub fn fix_text(
     if let (true, Some(threshold)) = (standing.fails(), standing.threshold) {
         let mut parts = Vec::new();
         if standing.findings > 0 {
-            parts.push(format!("{} finding(s) without a fix", standing.findings));
+            parts.push(format!(
+                "{} without a fix",
+                plural(standing.findings, "finding", "findings")
+            ));
         }
         if standing.diagnostics > 0 {
-            parts.push(format!("{} diagnostic(s)", standing.diagnostics));
+            parts.push(plural(standing.diagnostics, "diagnostic", "diagnostics"));
         }
         let _ = writeln!(
             out,
@@ -579,7 +582,7 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
     match plan.kustomize_layers {
         Some((built, affected)) => format!(
             "verified: {gates} ({built} of {} built)",
-            crate::rules::plural(affected, "layer", "layers")
+            plural(affected, "layer", "layers")
         ),
         None => format!("verified: {gates}"),
     }

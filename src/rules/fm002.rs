@@ -102,8 +102,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     match (&fix, i) {
                         (Ok(f), 0) => finding.fix = Some(f.clone()),
                         (Ok(_), _) => {
-                            finding.no_fix_reason =
-                                Some(format!("fixed with the finding at {first}"))
+                            finding.no_fix_reason = Some(super::fixed_together_with(&first))
                         }
                         (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
                     }

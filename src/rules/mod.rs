@@ -244,6 +244,11 @@ fn content_column(model: &Model, file: &str, line: usize) -> usize {
     })
 }
 
+/// The one wording for a finding whose fix rides on another's (`place` is `file:line`).
+pub(crate) fn fixed_together_with(place: &str) -> String {
+    format!("fixed together with the finding at {place} (one change fixes both)")
+}
+
 /// `1 layer`, `2 layers`: counts in messages and reports read as a person would write them.
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
