@@ -269,7 +269,8 @@ fn check_json_has_a_version_and_says_what_is_fixable() {
     );
     let text = fluxmend(["check", before.to_str().unwrap()]).stdout;
     assert!(
-        text.contains("FM001 error: ") && text.contains("\n    fix: available: `fluxmend fix` shows it\n"),
+        text.contains("FM001 error: ")
+            && text.contains("\n    fix: available: `fluxmend fix` shows it\n"),
         "{text}"
     );
 }
