@@ -145,6 +145,11 @@ where
     run_command(command, RUN_LIMIT)
 }
 
+/// Text as one line per paragraph: the report wraps detail lines, continuing them indented by six.
+pub fn unwrapped(text: &str) -> String {
+    text.replace("\n      ", " ")
+}
+
 /// Run the binary with `PATH` set to `path` (waits at most two minutes).
 pub fn fluxmend_with_path<I, S>(args: I, path: &str) -> Run
 where
@@ -207,7 +212,8 @@ fn run_command(mut command: Command, limit: Duration) -> Run {
 pub fn assert_fix_writes_after_tree(case: &str, rule: &str, after_check: &[&str]) {
     let repo = TempRepo::copy_of(&fixture(case, "before"));
     let root = repo.path().to_str().unwrap();
-    let tag = format!("[{rule}]");
+    // A finding's headline: `path:line:col: FM001 error: …`.
+    let tag = format!(": {rule} ");
     // A move off a pruning layer comes in two phases: `phase1/` is the protected tree, where the
     // finding stands and the move is offered next.
     if fixture(case, "phase1").is_dir() {
