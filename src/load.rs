@@ -149,6 +149,7 @@ impl Repo {
             }
             builder.build().unwrap_or_else(|_| Gitignore::empty())
         };
+        let config_path = root.join(crate::config::FILE);
         let mut repo = Repo {
             root: root.clone(),
             files: Vec::new(),
@@ -180,7 +181,9 @@ impl Repo {
                         Match::Ignore(_)
                     )
                 };
-                !ignored(&vcs) && !ignored(&excluded)
+                // The configuration itself stays whatever `exclude` says: its `disposable:`
+                // section is read from the loaded file.
+                !ignored(&vcs) && (e.path() == config_path || !ignored(&excluded))
             })
             .build_parallel();
         // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether

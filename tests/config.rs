@@ -92,12 +92,16 @@ fn roots_and_source_root_come_from_the_file_unless_flags_give_them() {
 
 #[test]
 fn excluded_files_are_not_loaded() {
-    let repo = repo_with("exclude:\n  - scratch/\n  - /clusters/prod/apps.yaml\n");
+    // `*.yaml` would exclude the configuration too: it is kept (its `disposable:` is read).
+    let repo = repo_with(
+        "exclude:\n  - scratch/\n  - /clusters/prod/apps.yaml\n  - /*.yaml\ndisposable:\n  images:\n    - match: x\n",
+    );
     repo.write("scratch/broken.yaml", "a: [\n");
     let (run, report) = repo.check_json(&[]);
-    assert_eq!(run.code, 0, "{report:#}");
-    // Neither the broken file nor the layer `apps` is seen.
-    assert!(common::diagnostics(&report).is_empty(), "{report:#}");
+    assert_eq!(run.code, 1, "the configuration's error: {report:#}");
+    // Neither the broken file nor the layer `apps` is seen; the configuration is still read.
+    assert_eq!(common::diagnostics(&report).len(), 1, "{report:#}");
+    find_diagnostic(&report, CONFIG, "every matcher needs a `reason`");
     assert_eq!(rules(&report), []);
     let graph = repo.graph_json();
     let layers = graph["layers"].as_array().unwrap();
