@@ -1,9 +1,10 @@
 //! fluxmend: find and rewrite Flux delivery trees that can lock themselves.
 //!
-//! Stages, one module each: [`load`] the files, [`parse`] them into span trees, build the
+//! Stages, one module each (with the repository's [`config`]): [`load`] the files, [`parse`] them into span trees, build the
 //! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
 //! fixes (at rest, and in motion through the [`rollout`] model) and [`emit`] the result.
 
+pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod emit;

@@ -125,6 +125,12 @@ pub enum LoadError {
 impl Repo {
     /// Walk and parse the repository at `root`.
     pub fn load(root: &Path) -> Result<Repo, LoadError> {
+        Repo::load_excluding(root, &[])
+    }
+
+    /// [`Repo::load`], leaving out the files and directories that `exclude` (gitignore patterns
+    /// relative to `root`, the configuration's `exclude`) matches: they are not loaded at all.
+    pub fn load_excluding(root: &Path, exclude: &[String]) -> Result<Repo, LoadError> {
         let meta = std::fs::metadata(root).map_err(|source| LoadError::Root {
             path: root.to_path_buf(),
             source,
@@ -140,6 +146,15 @@ impl Repo {
         })?;
         let vcs = ignore_matcher(&root, FLUX_VCS_IGNORES);
         let defaults = ignore_matcher(&root, FLUX_DEFAULT_IGNORES);
+        let excluded = {
+            let mut builder = GitignoreBuilder::new(&root);
+            for pattern in exclude {
+                // The configuration keeps only patterns that parse.
+                let _ = builder.add_line(None, pattern);
+            }
+            builder.build().unwrap_or_else(|_| Gitignore::empty())
+        };
+        let config_path = root.join(crate::config::FILE);
         let mut repo = Repo {
             root: root.clone(),
             files: Vec::new(),
@@ -166,10 +181,15 @@ impl Repo {
             .add_custom_ignore_filename(".sourceignore")
             .filter_entry(move |e| {
                 let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                !matches!(
-                    vcs.matched_path_or_any_parents(e.path(), is_dir),
-                    Match::Ignore(_)
-                )
+                let ignored = |m: &Gitignore| {
+                    matches!(
+                        m.matched_path_or_any_parents(e.path(), is_dir),
+                        Match::Ignore(_)
+                    )
+                };
+                // The configuration itself stays whatever `exclude` says: its `disposable:`
+                // section is read from the loaded file.
+                !ignored(&vcs) && (e.path() == config_path || !ignored(&excluded))
             })
             .build_parallel();
         // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether

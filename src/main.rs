@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use fluxmend::diagnostics::Severity;
+use fluxmend::config::Config;
+use fluxmend::diagnostics::{Diagnostic, Severity};
 use fluxmend::emit::report;
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
@@ -106,6 +107,42 @@ struct FixArgs {
     /// `wait: false` so the list becomes the gate (objects not listed are no longer waited on).
     #[arg(long, value_enum, default_value_t = FixStrategy::Wait)]
     strategy: FixStrategy,
+    /// Colour the text report (and the diff, on a terminal only: a piped diff is never coloured).
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
+}
+
+/// When text output is coloured.
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set (`CLICOLOR_FORCE` forces it).
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    fn choice(self) -> anstream::ColorChoice {
+        match self {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        }
+    }
+}
+
+/// Print `text` to standard output, coloured as `when` says.
+fn print_styled(text: &str, when: ColorWhen) {
+    use std::io::Write as _;
+    let mut out = anstream::AutoStream::new(std::io::stdout(), when.choice());
+    let _ = out.write_all(text.as_bytes());
+}
+
+/// Print `text` to standard error, coloured as `when` says.
+fn eprint_styled(text: &str, when: ColorWhen) {
+    use std::io::Write as _;
+    let mut out = anstream::AutoStream::new(std::io::stderr(), when.choice());
+    let _ = out.write_all(text.as_bytes());
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -174,6 +211,9 @@ struct CheckArgs {
     /// Exit 0 whatever is found (the same as `--fail-on never`): report without gating.
     #[arg(long, conflicts_with = "fail_on")]
     exit_zero: bool,
+    /// Colour the text report: `auto` on a terminal unless `NO_COLOR` is set.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
 }
 
 #[derive(Args)]
@@ -259,7 +299,8 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
+/// Read the configuration, then load the repository with it; flags win over the file.
+fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
     if std::fs::symlink_metadata(args.path.join(fluxmend::emit::write::JOURNAL)).is_ok() {
         eprintln!(
             "fluxmend: warning: {} holds an interrupted fix --write; `fluxmend fix {}` completes or rolls it back",
@@ -267,10 +308,25 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
             args.path.display()
         );
     }
-    let repo = Repo::load(&args.path).map_err(usage)?;
-    let artifact_root = match &args.source_root {
-        Some(dir) => Some(source_root(&repo, dir).map_err(usage)?),
-        None => None,
+    let mut config = Config::read(&args.path);
+    let repo = Repo::load_excluding(&args.path, &config.exclude).map_err(usage)?;
+    let artifact_root = match (&args.source_root, &config.source_root) {
+        (Some(dir), _) => Some(source_root(&repo, dir).map_err(usage)?),
+        (None, Some(dir)) => match source_root(&repo, dir) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                config.diagnostics.push(Diagnostic::new(
+                    Severity::Error,
+                    fluxmend::config::FILE,
+                    format!(
+                        "{}; it is inferred instead",
+                        e.replacen("--source-root", "source-root", 1)
+                    ),
+                ));
+                None
+            }
+        },
+        (None, None) => None,
     };
     let mut sources = Vec::new();
     for given in &args.sources {
@@ -284,11 +340,15 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions), ExitCode> {
         ));
     }
     let options = ModelOptions {
-        roots: args.roots.clone(),
+        roots: if args.roots.is_empty() {
+            config.roots.clone()
+        } else {
+            args.roots.clone()
+        },
         source_root: artifact_root,
         sources,
     };
-    Ok((repo, options))
+    Ok((repo, options, config))
 }
 
 /// `--source-root` as a path relative to the root, `/`-separated: it must name a directory
@@ -327,25 +387,30 @@ fn build_model<'r>(repo: &'r Repo, options: &ModelOptions) -> Result<Model<'r>, 
     let unmatched = model.unmatched_roots(&options.roots);
     if !unmatched.is_empty() {
         return Err(usage(format!(
-            "--root {} names no Flux Kustomization below PATH (`fluxmend graph` lists the layers)",
+            "--root {} names no Flux Kustomization below PATH (a root given by `roots:` in .fluxmend.yaml or by --root; `fluxmend graph` lists the layers)",
             unmatched.join(", ")
         )));
     }
     Ok(model)
 }
 
-/// The rule ids `--rule`/`--select` and `--ignore` leave to run (empty: every rule); an unknown
-/// one is a usage error, and so is ignoring every rule (a run that checks nothing).
-fn select_rules(values: &[String], ignore: &[String]) -> Result<Vec<String>, ExitCode> {
+/// The rule ids to run: those `--rule`/`--select` names, else every rule the configuration
+/// does not disable; then without those `--ignore` names. An unknown one is a usage error, and
+/// so is leaving no rule (a run that checks nothing).
+fn select_rules(
+    values: &[String],
+    ignore: &[String],
+    config: &Config,
+) -> Result<Vec<String>, ExitCode> {
     let selected = fluxmend::rules::select(values).map_err(usage)?;
     let ignored = fluxmend::rules::select(ignore).map_err(usage)?;
-    if ignored.is_empty() {
-        return Ok(selected);
-    }
     let base: Vec<String> = if selected.is_empty() {
+        let disabled: Vec<&str> = config.disabled().collect();
         fluxmend::rules::all()
             .iter()
-            .map(|r| r.meta().id.to_string())
+            .map(|r| r.meta().id)
+            .filter(|id| !disabled.contains(id))
+            .map(str::to_string)
             .collect()
     } else {
         selected
@@ -355,21 +420,28 @@ fn select_rules(values: &[String], ignore: &[String]) -> Result<Vec<String>, Exi
         .filter(|id| !ignored.contains(id))
         .collect();
     if left.is_empty() {
-        return Err(usage(
-            "--ignore leaves no rule to run (`fluxmend rules` lists them)",
-        ));
+        return Err(usage(format!(
+            "{} leaves no rule to run (`fluxmend rules` lists them)",
+            if ignored.is_empty() {
+                ".fluxmend.yaml (rules: enabled: false)"
+            } else {
+                "--ignore"
+            }
+        )));
     }
     Ok(left)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
-    let rules = select_rules(&args.rules, &args.ignore)?;
-    let (repo, options) = load(&args.repo)?;
+    let (repo, options, config) = load(&args.repo)?;
+    let rules = select_rules(&args.rules, &args.ignore, &config)?;
     let model = build_model(&repo, &options)?;
-    let outcome =
-        fluxmend::rules::suppress::apply(&model, fluxmend::rules::run(&model, &rules), &rules);
+    let mut findings = fluxmend::rules::run(&model, &rules);
+    config.apply_severity(&mut findings);
+    let outcome = fluxmend::rules::suppress::apply(&model, findings, &rules);
     let (findings, suppressed) = (outcome.findings, outcome.suppressed);
-    let mut diagnostics = model.all_diagnostics();
+    let mut diagnostics = config.diagnostics;
+    diagnostics.extend(model.all_diagnostics());
     diagnostics.extend(outcome.diagnostics);
     let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
     // Code scanning and CI annotations resolve paths against the checkout.
@@ -377,20 +449,41 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         Some(p) if !p.is_empty() => format!("{p}/"),
         _ => String::new(),
     };
-    print!(
-        "{}",
-        match args.format {
-            CheckFormat::Text => report::check_text(&findings, &diagnostics, &summary),
-            CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
-            CheckFormat::Sarif => fluxmend::emit::sarif::check_sarif(
+    print_styled(
+        &match args.format {
+            CheckFormat::Text => report::check_text(
                 &findings,
-                &suppressed,
                 &diagnostics,
-                &checkout_prefix()
+                &summary,
+                &report::path_base(&repo.root),
             ),
-            CheckFormat::Github =>
-                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix()),
-        }
+            CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
+            CheckFormat::Sarif => {
+                // Only verified fixes go into SARIF: the builtin gates prove them first.
+                let plan = fluxmend::verify::gates::plan_with(
+                    &repo,
+                    &model,
+                    &options,
+                    findings.clone(),
+                    VerifyMode::Builtin,
+                    None,
+                );
+                let fix_of = |f: &fluxmend::rules::Finding| {
+                    fluxmend::emit::apply::contents(&repo, &f.fix.as_ref()?.changes).ok()
+                };
+                fluxmend::emit::sarif::check_sarif(
+                    &plan.findings,
+                    &suppressed,
+                    &diagnostics,
+                    &checkout_prefix(),
+                    &fix_of,
+                )
+            }
+            CheckFormat::Github => {
+                fluxmend::emit::github::check_github(&findings, &diagnostics, &checkout_prefix())
+            }
+        },
+        args.color,
     );
     let threshold = if args.exit_zero {
         None
@@ -404,9 +497,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
 }
 
 fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
-    let (repo, options) = load(&args.repo)?;
+    let (repo, options, config) = load(&args.repo)?;
     let mut model = build_model(&repo, &options)?;
-    model.diagnostics = model.all_diagnostics();
+    let mut diagnostics = config.diagnostics;
+    diagnostics.extend(model.all_diagnostics());
+    model.diagnostics = diagnostics;
     print!(
         "{}",
         match args.format {
@@ -445,8 +540,8 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             return Err(ExitCode::from(2));
         }
     }
-    let rules = select_rules(&args.rules, &args.ignore)?;
-    let (repo, options) = load(&args.repo)?;
+    let (repo, options, config) = load(&args.repo)?;
+    let rules = select_rules(&args.rules, &args.ignore, &config)?;
     let prefix = match &args.diff_prefix {
         Some(dir) => fluxmend::model::normalize(dir)
             .filter(|_| !dir.starts_with('/'))
@@ -462,13 +557,12 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
     };
-    let outcome = fluxmend::rules::suppress::apply(
-        &model,
-        fluxmend::rules::run_with(&model, &rules, strategy),
-        &rules,
-    );
+    let mut findings = fluxmend::rules::run_with(&model, &rules, strategy);
+    config.apply_severity(&mut findings);
+    let outcome = fluxmend::rules::suppress::apply(&model, findings, &rules);
     let (findings, suppressed) = (outcome.findings, outcome.suppressed);
-    let mut diagnostics = model.all_diagnostics();
+    let mut diagnostics = config.diagnostics;
+    diagnostics.extend(model.all_diagnostics());
     diagnostics.extend(outcome.diagnostics);
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
@@ -525,12 +619,30 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
             )
         ),
         Format::Text => {
-            eprint!(
-                "{}",
-                report::fix_text(&plan, &suppressed, &diagnostics, &standing, action)
+            eprint_styled(
+                &report::fix_text(
+                    &plan,
+                    &suppressed,
+                    &diagnostics,
+                    &standing,
+                    action,
+                    &report::path_base(&repo.root),
+                ),
+                args.color,
             );
             if action.is_empty() {
-                print!("{diff}");
+                // Coloured only on a terminal: a piped diff goes to `git apply` as is.
+                use std::io::IsTerminal as _;
+                let stdout = std::io::stdout();
+                let coloured = stdout.is_terminal()
+                    && !matches!(args.color, ColorWhen::Never)
+                    && (matches!(args.color, ColorWhen::Always)
+                        || anstream::AutoStream::choice(&stdout) != anstream::ColorChoice::Never);
+                if coloured {
+                    print_styled(&fluxmend::emit::text::diff(&diff), ColorWhen::Always);
+                } else {
+                    print!("{diff}");
+                }
             }
         }
     }
@@ -599,7 +711,7 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         .map(|t| failure::Target::parse(t))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let (repo, options) = load(&args.repo)?;
+    let (repo, options, _) = load(&args.repo)?;
     let model = Model::build(&repo, &options);
     let before = failure::simulate(&model, &targets);
     // Every phase of every fix, applied in turn: the layout the fixes lead to.

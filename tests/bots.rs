@@ -225,10 +225,11 @@ fn github_annotations() {
     assert_eq!(lines.len(), findings.len(), "{}", run.stdout);
     for (line, f) in lines.iter().zip(findings) {
         let expected = format!(
-            "::{} file={},line={},title=fluxmend FM",
+            "::{} file={},line={},col={},title=fluxmend FM",
             f["severity"].as_str().unwrap(),
             f["file"].as_str().unwrap(),
-            f["line"]
+            f["line"],
+            f["column"]
         );
         assert!(line.starts_with(&expected), "{line} vs {expected}");
         assert!(!line.contains('\n'));
@@ -268,8 +269,8 @@ fn check_json_has_a_version_and_says_what_is_fixable() {
     );
     let text = fluxmend(["check", before.to_str().unwrap()]).stdout;
     assert!(
-        text.lines()
-            .any(|l| l.contains("[FM001]") && l.contains(" [fixable]")),
+        text.contains("FM001 error: ")
+            && text.contains("\n    fix: available: `fluxmend fix` shows it\n"),
         "{text}"
     );
 }
@@ -346,4 +347,84 @@ fn select_ignore_and_exit_zero() {
     let run = fluxmend(["fix", "--ignore", "FM002,FM005", runners]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.is_empty());
+}
+
+/// The byte offset of a 1-based (line, column in characters) position.
+fn offset_of(text: &str, line: u64, column: u64) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line as usize - 1)
+        .map(str::len)
+        .sum();
+    start
+        + text[start..]
+            .chars()
+            .take(column as usize - 1)
+            .map(char::len_utf8)
+            .sum::<usize>()
+}
+
+/// SARIF `fixes` carry the verified fix: applied replacement by replacement, they give the
+/// tree `fix --write` writes, new files included, and the log still validates.
+#[test]
+fn sarif_fixes_apply_to_what_fix_writes() {
+    for case in [
+        "fm002-runners-folder",
+        "flux-instance-oci-provider",
+        "fm005-inline",
+        "fm005-flow-crlf",
+        "fm003-instance-patch",
+    ] {
+        let by_sarif = common::TempRepo::copy_of(&fixture(case, "before"));
+        let by_fix = common::TempRepo::copy_of(&fixture(case, "before"));
+        let log = fluxmend([
+            "check",
+            "--format",
+            "sarif",
+            by_sarif.path().to_str().unwrap(),
+        ])
+        .json();
+        let errors: Vec<String> = sarif_schema()
+            .iter_errors(&log)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{case}: {errors:?}");
+        let results = log["runs"][0]["results"].as_array().unwrap();
+        let fixes: Vec<&Value> = results.iter().filter_map(|r| r.get("fixes")).collect();
+        assert!(!fixes.is_empty(), "{case}: no fixes in {log:#}");
+        for fix in fixes {
+            for change in fix[0]["artifactChanges"].as_array().unwrap() {
+                let uri = change["artifactLocation"]["uri"].as_str().unwrap();
+                let path = by_sarif.path().join(uri);
+                let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+                for r in change["replacements"].as_array().unwrap().iter().rev() {
+                    let d = &r["deletedRegion"];
+                    let start = offset_of(
+                        &text,
+                        d["startLine"].as_u64().unwrap(),
+                        d["startColumn"].as_u64().unwrap(),
+                    );
+                    let end = offset_of(
+                        &text,
+                        d["endLine"].as_u64().unwrap(),
+                        d["endColumn"].as_u64().unwrap(),
+                    );
+                    text.replace_range(start..end, r["insertedContent"]["text"].as_str().unwrap());
+                }
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text).unwrap();
+            }
+        }
+        let run = fluxmend([
+            "fix",
+            "--verify",
+            "builtin",
+            "--write",
+            by_fix.path().to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{case}: {}", run.stderr);
+        let differing =
+            common::differing_paths(&common::tree(by_sarif.path()), &common::tree(by_fix.path()));
+        assert!(differing.is_empty(), "{case}: {differing:?}");
+    }
 }

@@ -299,13 +299,13 @@ fn fix_exit_codes() {
     let run = unfixable.run("fix", &[]);
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{}", run.stderr);
     assert!(
-        run.stderr.contains("error[FM001]") && run.stderr.contains("  no fix: "),
+        run.stderr.contains("FM001 error: ") && run.stderr.contains("    no fix: "),
         "{}",
         run.stderr
     );
     assert!(
         run.stderr.contains(
-            "nothing to change\nstill standing at --fail-on error: 1 finding(s) without a fix \
+            "nothing to change\nstill standing at --fail-on error: 1 finding without a fix \
              (exit 1; `--fail-on never` accepts them)\n"
         ),
         "{}",
@@ -328,7 +328,7 @@ fn fix_exit_codes() {
             .contains("diagnostics: 1 error (`fluxmend check` lists them all)\n")
             && run
                 .stderr
-                .contains("still standing at --fail-on error: 1 diagnostic(s)"),
+                .contains("still standing at --fail-on error: 1 diagnostic"),
         "{}",
         run.stderr
     );
@@ -401,7 +401,7 @@ fn rule_accepts_ids_names_and_lists() {
         let run = check(&repo, rules);
         assert_eq!(run.code, 1, "{rules:?}: {}", run.stdout);
         assert!(
-            run.stdout.contains("error[FM001]"),
+            run.stdout.contains("FM001 error: "),
             "{rules:?}: {}",
             run.stdout
         );
@@ -465,7 +465,7 @@ fn options_naming_nothing_exit_2() {
         let run = check(&repo, args);
         assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
         assert!(
-            run.stdout.contains("error[FM001]"),
+            run.stdout.contains("FM001 error: "),
             "{args:?}: {}",
             run.stdout
         );
@@ -498,7 +498,8 @@ fn no_flux_object_is_a_warning_not_a_silent_pass() {
                 .unwrap()
                 .contains("Point PATH at the root")
         );
-        let text = fluxmend(command_args("check", &root, &[]));
+        // Paths in text are relative to the current directory: `.` is the root run in.
+        let text = common::fluxmend_in(&root, ["check", "."]);
         assert!(
             text.stdout.starts_with(".: warning: no Flux Kustomization"),
             "{}",

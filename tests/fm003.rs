@@ -105,18 +105,21 @@ fn every_place_a_list_is_written_is_found() {
 /// it also accepts; where they do (one issuer), it is exact.
 #[test]
 fn a_wider_merge_says_what_it_also_accepts() {
-    let run = fluxmend([
-        "fix",
-        fixture("fm003-sources", "before").to_str().unwrap(),
-        "--rule",
-        "FM003",
-    ]);
-    let podinfo = run
-        .stderr
-        .lines()
-        .skip_while(|l| !l.starts_with("apps/podinfo-source.yaml"))
-        .nth(1)
-        .unwrap();
+    let run = common::fluxmend_in(
+        &fixture("fm003-sources", "before"),
+        ["fix", ".", "--rule", "FM003"],
+    );
+    // Each finding's `fix:` detail line (unwrapped).
+    let text = common::unwrapped(&run.stderr);
+    let fix_of = |file: &str| -> String {
+        text.lines()
+            .skip_while(|l| !l.starts_with(file))
+            .skip(1)
+            .find(|l| l.starts_with("    fix:"))
+            .unwrap_or_else(|| panic!("no fix for {file}: {text}"))
+            .to_string()
+    };
+    let podinfo = fix_of("apps/podinfo-source.yaml");
     assert!(
         podinfo.contains("wider than the list: it also accepts subject ^https://gitlab.com/"),
         "{podinfo}"
@@ -125,12 +128,7 @@ fn a_wider_merge_says_what_it_also_accepts() {
         podinfo.contains("from issuer ^https://token.actions.githubusercontent.com$"),
         "{podinfo}"
     );
-    let web = run
-        .stderr
-        .lines()
-        .skip_while(|l| !l.starts_with("apps/release.yaml"))
-        .nth(1)
-        .unwrap();
+    let web = fix_of("apps/release.yaml");
     assert!(!web.contains("wider"), "{web}");
 }
 

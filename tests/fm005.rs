@@ -105,14 +105,14 @@ fn the_health_checks_strategy_refuses_to_gate_on_runners() {
     ]);
     assert_eq!(run.stdout, "", "no change is offered");
     assert!(
-        run.stderr.contains(
+        common::unwrapped(&run.stderr).contains(
             "no fix: --strategy health-checks would make StatefulSet/forgejo/forgejo-runner-bridge"
         ),
         "{}",
         run.stderr
     );
     assert!(
-        run.stderr.contains("disposable workloads"),
+        common::unwrapped(&run.stderr).contains("disposable workloads"),
         "{}",
         run.stderr
     );
@@ -143,7 +143,7 @@ fn a_layer_document_another_cluster_patches_is_not_edited() {
     let fix = fluxmend(["fix", root, "--rule", "FM005"]);
     assert_eq!(fix.stdout, "", "{}", fix.stderr);
     assert!(
-        fix.stderr.contains(
+        common::unwrapped(&fix.stderr).contains(
             "clusters/base/apps.yaml is also the layer flux-system/apps of cluster flux-system/flux-system (path ./clusters/staging), where a patch sets its wait or healthChecks"
         ),
         "{}",

@@ -375,7 +375,7 @@ fn verify_modes_on_the_command_line() {
     assert_eq!(auto.code, 1, "{}", auto.stderr);
     assert!(
         auto.stderr
-            .contains("5 file(s) to change; verified: builtin + kustomize"),
+            .contains("5 files to change; verified: builtin + kustomize"),
         "{}",
         auto.stderr
     );

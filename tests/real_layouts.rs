@@ -370,7 +370,7 @@ fn findings_name_their_cluster_and_keep_blast_radii_apart() {
     );
     let text = repo.run("check", &["--rule", "FM001"]).stdout;
     assert!(
-        text.contains("[cluster flux-system/flux-system (path ./clusters/a); "),
+        text.contains("    cluster: flux-system/flux-system (path ./clusters/a); "),
         "{text}"
     );
 

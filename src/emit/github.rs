@@ -40,10 +40,11 @@ pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &s
         };
         let _ = writeln!(
             out,
-            "::{} file={},line={},title={}::{}{}",
+            "::{} file={},line={},col={},title={}::{}{}",
             command(f.severity),
             property(&format!("{prefix}{}", f.file)),
             f.line,
+            f.column,
             property(&format!("fluxmend {}", f.rule)),
             data(&f.message),
             data(fixable)

@@ -7,4 +7,5 @@ pub mod pr;
 pub mod report;
 pub mod sarif;
 pub mod simulate;
+pub mod text;
 pub mod write;

@@ -9,8 +9,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::emit::text::{self, FindingWriter};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
+use crate::rules::plural;
 use crate::rules::suppress::Suppressed;
 
 /// The version of the JSON output's shape: raised when a field changes meaning or goes away
@@ -64,6 +66,7 @@ fn finding_json(f: &Finding) -> serde_json::Value {
         "message": f.message,
         "file": f.file,
         "line": f.line,
+        "column": f.column,
         "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
         "cluster": f.cluster,
         "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
@@ -86,34 +89,54 @@ pub fn check_json(
     serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
 }
 
+/// The path from the current directory to the repository root, ending in `/` (`""` when they
+/// are the same): text output writes `base + file`, so that `path:line:col` opens in an editor
+/// or terminal started where fluxmend ran.
+pub fn path_base(root: &std::path::Path) -> String {
+    let Ok(cwd) = std::env::current_dir().and_then(|d| d.canonicalize()) else {
+        return String::new();
+    };
+    let root: Vec<_> = root.components().collect();
+    let here: Vec<_> = cwd.components().collect();
+    let common = root.iter().zip(&here).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); here.len() - common];
+    parts.extend(
+        root[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        String::new()
+    } else {
+        parts.join("/") + "/"
+    }
+}
+
 /// `check --format text`: one block per finding, one line per diagnostic, then the summary.
-pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Summary) -> String {
+/// Paths are written below `base` ([`path_base`]).
+pub fn check_text(
+    findings: &[Finding],
+    diagnostics: &[Diagnostic],
+    summary: &Summary,
+    base: &str,
+) -> String {
     let mut out = String::new();
+    let mut writer = FindingWriter::default();
     for f in findings {
-        let _ = write!(
-            out,
-            "{}:{}: {}[{}]: {}{}",
-            f.file,
-            f.line,
-            f.severity,
-            f.rule,
-            f.message,
-            if f.fix.is_some() { " [fixable]" } else { "" }
-        );
-        if !f.cluster.is_empty() {
-            let _ = write!(out, " [cluster {}]", f.cluster);
+        writer.write(&mut out, f, base);
+        if f.fix.is_some() {
+            text::detail(&mut out, "fix", "available: `fluxmend fix` shows it");
         }
-        out.push('\n');
     }
     for d in diagnostics {
-        diagnostic_line(&mut out, d);
+        diagnostic_line(&mut out, d, base);
     }
     let _ = write!(
         out,
-        "checked {} files, {} objects, {} layers ({} live): findings: {}; diagnostics: {}",
-        summary.files,
-        summary.objects,
-        summary.layers,
+        "checked {}, {}, {} ({} live): findings: {}; diagnostics: {}",
+        plural(summary.files, "file", "files"),
+        plural(summary.objects, "object", "objects"),
+        plural(summary.layers, "layer", "layers"),
         summary.live_layers,
         count(&summary.findings),
         count(&summary.diagnostics)
@@ -122,26 +145,37 @@ pub fn check_text(findings: &[Finding], diagnostics: &[Diagnostic], summary: &Su
         let _ = write!(
             out,
             "; suppressed: {} (`--format json` lists them with their reasons)",
-            summary.suppressed
+            plural(summary.suppressed, "finding", "findings")
         );
     }
     out.push('\n');
     out
 }
 
-/// `file:line:column: severity: message` (`.` for the repository itself).
-fn diagnostic_line(out: &mut String, d: &Diagnostic) {
+/// `file:line:column: severity: message` (the root itself for the repository), below `base`.
+fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
     let place = match (d.line, d.column) {
-        (Some(l), Some(c)) => format!("{}:{l}:{c}", d.file),
-        _ if d.file.is_empty() => ".".to_string(),
-        _ => d.file.clone(),
+        (Some(l), Some(c)) => format!("{base}{}:{l}:{c}", d.file),
+        _ if d.file.is_empty() && base.is_empty() => ".".to_string(),
+        _ if d.file.is_empty() => base.trim_end_matches('/').to_string(),
+        _ => format!("{base}{}", d.file),
     };
-    let _ = writeln!(out, "{place}: {}: {}", d.severity, d.message);
+    let _ = writeln!(
+        out,
+        "{}: {}: {}",
+        text::styled(text::place_style(), &place),
+        text::styled(text::severity_style(d.severity), &d.severity.to_string()),
+        d.message
+    );
 }
 
-/// `2 error, 1 warning`, most severe first, or `none`.
+/// `2 errors, 1 warning`, most severe first, or `none`.
 fn count(m: &BTreeMap<Severity, usize>) -> String {
-    let parts: Vec<String> = m.iter().rev().map(|(s, n)| format!("{n} {s}")).collect();
+    let parts: Vec<String> = m
+        .iter()
+        .rev()
+        .map(|(s, n)| plural(*n, &s.to_string(), &format!("{s}s")))
+        .collect();
     if parts.is_empty() {
         "none".to_string()
     } else {
@@ -456,31 +490,30 @@ pub fn fix_text(
     diagnostics: &[Diagnostic],
     standing: &Standing,
     action: &str,
+    base: &str,
 ) -> String {
     let mut out = String::new();
+    let mut writer = FindingWriter::default();
     for f in &plan.findings {
-        let _ = writeln!(
-            out,
-            "{}:{}: {}[{}]: {}",
-            f.file, f.line, f.severity, f.rule, f.message
-        );
+        writer.write(&mut out, f, base);
         match (&f.fix, &f.no_fix_reason) {
             (Some(fix), _) => {
-                let _ = writeln!(out, "  fix: {}", fix.description);
-                let _ = writeln!(out, "  trade-off: {}", fix.tradeoff);
+                text::detail(&mut out, "fix", &fix.description);
+                text::detail(&mut out, "trade-off", fix.tradeoff);
                 if let Some(p) = &fix.phase {
                     if p.phase < p.phases {
-                        let _ =
-                            writeln!(out, "  before phase {}: confirm {}", p.phase + 1, p.confirm);
+                        text::detail(
+                            &mut out,
+                            &format!("before phase {}", p.phase + 1),
+                            &format!("confirm {}", p.confirm),
+                        );
                     } else {
-                        let _ = writeln!(out, "  precondition: {}", p.confirm);
+                        text::detail(&mut out, "precondition", &p.confirm);
                     }
-                    let _ = writeln!(out, "  afterwards: {}", p.stays);
+                    text::detail(&mut out, "afterwards", &p.stays);
                 }
             }
-            (None, Some(reason)) => {
-                let _ = writeln!(out, "  no fix: {reason}");
-            }
+            (None, Some(reason)) => text::detail(&mut out, "no fix", reason),
             (None, None) => {}
         }
     }
@@ -488,7 +521,7 @@ pub fn fix_text(
         .iter()
         .filter(|d| d.severity >= Severity::Warning)
     {
-        diagnostic_line(&mut out, d);
+        diagnostic_line(&mut out, d, base);
     }
     if !diagnostics.is_empty() {
         let _ = writeln!(
@@ -501,15 +534,15 @@ pub fn fix_text(
         let _ = writeln!(
             out,
             "suppressed: {} (not fixed; `--format json` lists them with their reasons)",
-            crate::rules::plural(suppressed.len(), "finding", "findings")
+            plural(suppressed.len(), "finding", "findings")
         );
     }
     let files = plan.files.len();
     let verified = verified_text(plan);
     let _ = match (files, action) {
         (0, _) => writeln!(out, "nothing to change"),
-        (n, "") => writeln!(out, "{n} file(s) to change; {verified}"),
-        (n, a) => writeln!(out, "{n} file(s) {a}; {verified}"),
+        (n, "") => writeln!(out, "{} to change; {verified}", plural(n, "file", "files")),
+        (n, a) => writeln!(out, "{} {a}; {verified}", plural(n, "file", "files")),
     };
     if files > 0 {
         for note in &plan.not_verified {
@@ -522,10 +555,13 @@ pub fn fix_text(
     if let (true, Some(threshold)) = (standing.fails(), standing.threshold) {
         let mut parts = Vec::new();
         if standing.findings > 0 {
-            parts.push(format!("{} finding(s) without a fix", standing.findings));
+            parts.push(format!(
+                "{} without a fix",
+                plural(standing.findings, "finding", "findings")
+            ));
         }
         if standing.diagnostics > 0 {
-            parts.push(format!("{} diagnostic(s)", standing.diagnostics));
+            parts.push(plural(standing.diagnostics, "diagnostic", "diagnostics"));
         }
         let _ = writeln!(
             out,
@@ -546,7 +582,7 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
     match plan.kustomize_layers {
         Some((built, affected)) => format!(
             "verified: {gates} ({built} of {} built)",
-            crate::rules::plural(affected, "layer", "layers")
+            plural(affected, "layer", "layers")
         ),
         None => format!("verified: {gates}"),
     }

@@ -188,7 +188,14 @@ impl<'r> Model<'r> {
     /// Every diagnostic of the run: the loader's, then the model's; those about files no live
     /// layer reads are notes (see [`live`]), so that `--fail-on` counts only what Flux meets.
     pub fn all_diagnostics(&self) -> Vec<Diagnostic> {
-        let mut all = self.repo.diagnostics.clone();
+        // The configuration file is fluxmend's, not Flux's: `crate::config` reports on it.
+        let mut all: Vec<Diagnostic> = self
+            .repo
+            .diagnostics
+            .iter()
+            .filter(|d| d.file != crate::config::FILE)
+            .cloned()
+            .collect();
         if let Some(live) = &self.live_files {
             live.demote(&mut all);
         }

@@ -21,7 +21,7 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 pub const BUILTIN: &str = include_str!("../../rules/disposable.yaml");
 
 /// The repository file whose `disposable:` key extends the catalogue.
-pub const REPO_FILE: &str = ".fluxmend.yaml";
+pub const REPO_FILE: &str = crate::config::FILE;
 
 #[derive(Clone, Debug)]
 struct ImageRule {
@@ -63,10 +63,11 @@ pub struct Catalogue {
 
 /// A catalogue file that cannot be read as one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[error("{file}:{line}:{column}: {message}")]
 pub struct CatalogueError {
     pub file: String,
     pub line: usize,
+    pub column: usize,
     pub message: String,
 }
 
@@ -107,15 +108,20 @@ impl Catalogue {
             return (cat, None);
         };
         let file = repo.file(id);
-        let fail = |line: usize, message: String| CatalogueError {
+        let fail = |line: usize, column: usize, message: String| CatalogueError {
             file: REPO_FILE.into(),
             line,
+            column,
             message,
         };
         if let Some(e) = &file.error {
             return (
                 cat,
-                Some(fail(e.line, format!("does not parse: {}", e.message))),
+                Some(fail(
+                    e.line,
+                    e.column,
+                    format!("does not parse: {}", e.message),
+                )),
             );
         }
         let Some(doc) = file.yaml.docs.first() else {
@@ -132,6 +138,18 @@ impl Catalogue {
         (cat, None)
     }
 
+    /// Check a `disposable:` section of a configuration file: the first error, if any, so that
+    /// the configuration reports it where it is written.
+    pub fn check_section(
+        yaml: &YamlFile,
+        section: NodeId,
+        file: &str,
+    ) -> Result<(), CatalogueError> {
+        Catalogue::builtin()
+            .clone()
+            .extend_from(yaml, section, file)
+    }
+
     /// Parse a catalogue from YAML text (the shape of `rules/disposable.yaml`), extending the
     /// built-in one.
     pub fn from_text(text: &str, file: &str) -> Result<Catalogue, CatalogueError> {
@@ -140,6 +158,7 @@ impl Catalogue {
             return Err(CatalogueError {
                 file: file.into(),
                 line: e.line,
+                column: e.column,
                 message: e.message,
             });
         }
@@ -349,9 +368,11 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn error(&self, node: NodeId, message: String) -> CatalogueError {
+        let (line, column) = self.yaml.line_col(self.yaml.node(node).span.start);
         CatalogueError {
             file: self.file.into(),
-            line: self.yaml.line_of(self.yaml.node(node).span.start),
+            line,
+            column,
             message,
         }
     }
@@ -562,8 +583,6 @@ pub struct Bundle {
 pub struct Analysis<'m, 'r> {
     pub model: &'m Model<'r>,
     pub catalogue: Catalogue,
-    /// Why the repository's `.fluxmend.yaml` was not used, if it was not.
-    pub catalogue_error: Option<CatalogueError>,
     reasons: HashMap<ObjectIdx, Option<String>>,
     scalars: HashMap<ObjectIdx, HashSet<String>>,
     clusters: HashMap<usize, Rc<Cluster>>,
@@ -613,11 +632,12 @@ fn is_rbac(r: &Rendered, kinds: &[&str]) -> bool {
 
 impl<'m, 'r> Analysis<'m, 'r> {
     pub fn new(model: &'m Model<'r>) -> Self {
-        let (catalogue, catalogue_error) = Catalogue::for_repo(model.repo);
+        // An error in the repository's section is the configuration's diagnostic
+        // (`crate::config`); the rule runs with the built-in catalogue then.
+        let (catalogue, _) = Catalogue::for_repo(model.repo);
         Analysis {
             model,
             catalogue,
-            catalogue_error,
             reasons: HashMap::default(),
             scalars: HashMap::default(),
             clusters: HashMap::default(),

@@ -55,15 +55,16 @@ impl Rule for FluxInstanceInGatedLayer {
                 continue;
             }
             let fix = plan_fix(model, layer_id, &gated);
+            let mut first = String::new();
             for (i, (variant, r)) in gated.iter().enumerate() {
                 let mut finding = describe(model, layer_id, variant, r);
                 finding.fix_group = Some((layer_id, 0));
+                if i == 0 {
+                    first = format!("{}:{}", finding.file, finding.line);
+                }
                 match (&fix, i) {
                     (Ok(f), 0) => finding.fix = Some(f.clone()),
-                    (Ok(_), _) => {
-                        finding.no_fix_reason =
-                            Some("fixed by the fix of this layer's first finding".into())
-                    }
+                    (Ok(_), _) => finding.no_fix_reason = Some(super::fixed_together_with(&first)),
                     (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
                 }
                 findings.push(finding);
@@ -234,6 +235,7 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         message,
         file,
         line,
+        column: 0,
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,

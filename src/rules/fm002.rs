@@ -9,12 +9,12 @@ use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::{FileId, parent_of};
 use crate::model::{
-    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, Name, ObjectIdx, ObjectKey,
-    RefTarget, Rendered, Renderer, Variant, display_dir, join,
+    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, ObjectIdx, RefTarget, Rendered,
+    Renderer, Variant, display_dir, join,
 };
 use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
-use super::disposable::{Analysis, Bundle, REPO_FILE};
+use super::disposable::{Analysis, Bundle};
 use super::layer_split::{
     CARRIED, bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name,
     layer_document_head, modelines, needs_protection, not_carried_patches, prefix, protect_first,
@@ -46,35 +46,6 @@ impl Rule for DisposableWorkloadInGatedLayer {
     fn check(&self, model: &Model) -> Vec<Finding> {
         let mut analysis = Analysis::new(model);
         let mut findings = Vec::new();
-        if let Some(e) = &analysis.catalogue_error {
-            findings.push(Finding {
-                rule: META.id,
-                severity: Severity::Error,
-                message: format!(
-                    "the disposable-workload catalogue in {REPO_FILE} is not used: {}; FM002 runs with the built-in catalogue only",
-                    e.message
-                ),
-                file: e.file.clone(),
-                line: e.line,
-                layer: LayerRef {
-                    namespace: String::new(),
-                    name: String::new(),
-                },
-                cluster: String::new(),
-                cluster_index: usize::MAX,
-                object: ObjectKey {
-                    api_version: Name::default(),
-                    kind: Name::default(),
-                    namespace: None,
-                    name: Name::default(),
-                },
-                blocked_layers: Vec::new(),
-                masked_objects: 0,
-                fix: None,
-                no_fix_reason: None,
-                fix_group: None,
-            });
-        }
         for (layer_id, layer) in model.live_layers() {
             if layer.object.is_none() || (!layer.wait && layer.health_checks.is_empty()) {
                 continue;
@@ -131,8 +102,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     match (&fix, i) {
                         (Ok(f), 0) => finding.fix = Some(f.clone()),
                         (Ok(_), _) => {
-                            finding.no_fix_reason =
-                                Some(format!("fixed with the finding at {first}"))
+                            finding.no_fix_reason = Some(super::fixed_together_with(&first))
                         }
                         (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
                     }
@@ -213,6 +183,7 @@ fn describe(
         message,
         file: model.repo.file(obj.file).path.clone(),
         line: obj.line,
+        column: 0,
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,

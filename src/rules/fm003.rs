@@ -713,6 +713,7 @@ fn finding(
         message: message(&object_text, site, &frozen),
         file: model.repo.file(file).path.clone(),
         line,
+        column: 0,
         layer: layer.map_or_else(
             || LayerRef {
                 namespace: String::new(),

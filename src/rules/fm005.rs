@@ -137,12 +137,14 @@ fn describe(
         Ok(fix) => (Some(fix), None),
         Err(reason) => (None, Some(reason)),
     };
+    let (line, column) = file.yaml.line_col(file.yaml.node(key).span.start);
     Some(Finding {
         rule: META.id,
         severity: Severity::Warning,
         message,
         file: file.path.clone(),
-        line: file.yaml.line_of(file.yaml.node(key).span.start),
+        line,
+        column,
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,

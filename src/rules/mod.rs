@@ -39,6 +39,9 @@ pub struct Finding {
     /// Where the object enters the layer (a `resources` entry or the document itself).
     pub file: String,
     pub line: usize,
+    /// 1-based column in characters, like a diagnostic's. A rule that leaves it 0 gets the
+    /// column where the line's content starts (set by [`run`]).
+    pub column: usize,
     pub layer: LayerRef,
     /// The cluster that applies the layer, named as `simulate` names it (`ns/name (path P)`,
     /// its root layer and the path that syncs); `; `-separated when one layer file gives the
@@ -186,6 +189,9 @@ pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Findi
         .filter(|r| only.is_empty() || only.iter().any(|id| id.eq_ignore_ascii_case(r.meta().id)))
         .flat_map(|r| r.check(model))
         .collect();
+    for f in findings.iter_mut().filter(|f| f.column == 0) {
+        f.column = content_column(model, &f.file, f.line);
+    }
     findings.sort_by(|a, b| {
         (&a.file, a.line, a.rule, a.cluster_index).cmp(&(&b.file, b.line, b.rule, b.cluster_index))
     });
@@ -224,6 +230,23 @@ pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Findi
         }
     }
     out
+}
+
+/// The 1-based column where line `line` of `file` has its first non-blank character (1 when
+/// the line is unknown).
+fn content_column(model: &Model, file: &str, line: usize) -> usize {
+    let Some(id) = model.repo.file_id(file) else {
+        return 1;
+    };
+    let text = &model.repo.file(id).yaml.text;
+    text.lines().nth(line.saturating_sub(1)).map_or(1, |l| {
+        l.chars().take_while(|c| c.is_whitespace()).count() + 1
+    })
+}
+
+/// The one wording for a finding whose fix rides on another's (`place` is `file:line`).
+pub(crate) fn fixed_together_with(place: &str) -> String {
+    format!("fixed together with the finding at {place} (one change fixes both)")
 }
 
 /// `1 layer`, `2 layers`: counts in messages and reports read as a person would write them.

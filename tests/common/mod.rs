@@ -134,6 +134,22 @@ where
     run_command(command, limit)
 }
 
+/// Run the binary in `dir` (text output writes paths relative to the current directory).
+pub fn fluxmend_in<I, S>(dir: &Path, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fluxmend"));
+    command.args(args).current_dir(dir);
+    run_command(command, RUN_LIMIT)
+}
+
+/// Text as one line per paragraph: the report wraps detail lines, continuing them indented by six.
+pub fn unwrapped(text: &str) -> String {
+    text.replace("\n      ", " ")
+}
+
 /// Run the binary with `PATH` set to `path` (waits at most two minutes).
 pub fn fluxmend_with_path<I, S>(args: I, path: &str) -> Run
 where
@@ -196,7 +212,8 @@ fn run_command(mut command: Command, limit: Duration) -> Run {
 pub fn assert_fix_writes_after_tree(case: &str, rule: &str, after_check: &[&str]) {
     let repo = TempRepo::copy_of(&fixture(case, "before"));
     let root = repo.path().to_str().unwrap();
-    let tag = format!("[{rule}]");
+    // A finding's headline: `path:line:col: FM001 error: …`.
+    let tag = format!(": {rule} ");
     // A move off a pruning layer comes in two phases: `phase1/` is the protected tree, where the
     // finding stands and the move is offered next.
     if fixture(case, "phase1").is_dir() {
@@ -797,11 +814,15 @@ pub fn fix_runs(case: &str, extra: &[&str]) -> Vec<(&'static str, Run)> {
         if !dir.is_dir() {
             continue;
         }
-        let run = fluxmend(command_args(
-            "fix",
+        // Run inside the tree: the report's paths are then relative to its root.
+        let run = fluxmend_in(
             &dir,
-            &[extra, &["--diff-prefix", "."]].concat(),
-        ));
+            command_args(
+                "fix",
+                Path::new("."),
+                &[extra, &["--diff-prefix", "."]].concat(),
+            ),
+        );
         assert_eq!(
             run.code, 1,
             "{case}/{stage}: a diff is exit 1\n{}",

@@ -1,0 +1,357 @@
+//! `.fluxmend.yaml` at the repository root: settings a team keeps with its repository, so that
+//! every run (a laptop, CI, a bot) checks the same thing without repeating flags.
+//!
+//! ```yaml
+//! rules:
+//!   FM005: {enabled: false}
+//!   disposable-workload-in-gated-layer: {severity: error}
+//! roots: [flux-system/flux-system]
+//! source-root: k8s
+//! exclude: ["vendor/", "*.generated.yaml"]   # gitignore syntax; excluded files are not loaded
+//! disposable: {…}                           # the FM002 catalogue extension (rules/FM002.md)
+//! ```
+//!
+//! Command-line flags win over the file. Mistakes in it are error diagnostics at file:line:column
+//! (an unknown key lists the valid ones); the rest of the file still applies.
+
+use std::path::Path;
+
+use crate::diagnostics::{Diagnostic, Severity};
+use crate::parse::{NodeId, NodeKind, YamlFile};
+use crate::rules::Finding;
+
+/// The configuration file's name, at the repository root.
+pub const FILE: &str = ".fluxmend.yaml";
+
+/// The top-level keys.
+const KEYS: &[&str] = &["rules", "roots", "source-root", "exclude", "disposable"];
+
+/// The keys of one rule's settings.
+const RULE_KEYS: &[&str] = &["enabled", "severity"];
+
+/// One rule's settings from `rules:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleSetting {
+    /// The rule's id (the file may name it by id or name).
+    pub id: &'static str,
+    /// `enabled: false` leaves the rule out unless `--rule`/`--select` names it.
+    pub enabled: bool,
+    /// The severity its findings get instead of the rule's own.
+    pub severity: Option<Severity>,
+}
+
+/// The settings of `.fluxmend.yaml`, and what was wrong in it.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub rules: Vec<RuleSetting>,
+    /// Flux Kustomizations to treat as roots (as `--root`).
+    pub roots: Vec<String>,
+    /// The artifact root of OCI/Bucket sources (as `--source-root`).
+    pub source_root: Option<String>,
+    /// gitignore patterns, relative to the repository root, of files and directories not to load.
+    pub exclude: Vec<String>,
+    /// Mistakes in the file (errors), reported with the other diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Config {
+    /// The configuration of the repository at `root`: empty when it has no `.fluxmend.yaml`.
+    pub fn read(root: &Path) -> Config {
+        let path = root.join(FILE);
+        match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => Config::failed(1, 1, format!("cannot be read: {e}")),
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => Config::parse(&text),
+                Err(_) => Config::failed(1, 1, "is not UTF-8 text".into()),
+            },
+        }
+    }
+
+    fn failed(line: usize, column: usize, message: String) -> Config {
+        Config {
+            diagnostics: vec![error_at(line, column, message)],
+            ..Config::default()
+        }
+    }
+
+    /// The configuration in `text` (the content of `.fluxmend.yaml`).
+    pub fn parse(text: &str) -> Config {
+        let (yaml, error) = YamlFile::parse(text);
+        if let Some(e) = error {
+            return Config::failed(e.line, e.column, format!("does not parse: {}", e.message));
+        }
+        let mut reader = Reader {
+            yaml: &yaml,
+            config: Config::default(),
+        };
+        if let Some(doc) = yaml.docs.first() {
+            reader.top(doc.root);
+        }
+        reader.config
+    }
+
+    /// The ids of the rules the file disables.
+    pub fn disabled(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.rules.iter().filter(|r| !r.enabled).map(|r| r.id)
+    }
+
+    /// Give findings the severity the file sets for their rule.
+    pub fn apply_severity(&self, findings: &mut [Finding]) {
+        for f in findings {
+            if let Some(severity) = self
+                .rules
+                .iter()
+                .find(|r| r.id == f.rule)
+                .and_then(|r| r.severity)
+            {
+                f.severity = severity;
+            }
+        }
+    }
+}
+
+fn error_at(line: usize, column: usize, message: String) -> Diagnostic {
+    Diagnostic::new(Severity::Error, FILE, message).at(line, column)
+}
+
+struct Reader<'y> {
+    yaml: &'y YamlFile,
+    config: Config,
+}
+
+impl Reader<'_> {
+    fn error(&mut self, node: NodeId, message: String) {
+        let (line, column) = self.yaml.line_col(self.yaml.node(node).span.start);
+        self.config
+            .diagnostics
+            .push(error_at(line, column, message));
+    }
+
+    /// A null or empty value: the key is written but sets nothing.
+    fn is_empty(&self, node: NodeId) -> bool {
+        self.yaml
+            .scalar(node)
+            .is_some_and(|s| s.is_empty() || s == "~" || s == "null")
+    }
+
+    fn is_mapping(&self, node: NodeId) -> bool {
+        let id = self.yaml.resolve(node).unwrap_or(node);
+        matches!(self.yaml.node(id).kind, NodeKind::Mapping { .. })
+    }
+
+    fn top(&mut self, root: NodeId) {
+        if self.is_empty(root) {
+            return;
+        }
+        if !self.is_mapping(root) {
+            self.error(root, format!("expected a mapping of {}", KEYS.join(", ")));
+            return;
+        }
+        for &(key, value) in self.yaml.entries(root) {
+            let name = self.yaml.scalar(key).unwrap_or_default();
+            match name {
+                "rules" => self.rules(value),
+                "roots" => self.config.roots = self.strings(value, "roots"),
+                "source-root" => match self.yaml.scalar(value) {
+                    Some(dir) if !dir.is_empty() => self.config.source_root = Some(dir.into()),
+                    _ => self.error(value, "`source-root` takes a directory".into()),
+                },
+                "exclude" => {
+                    let patterns = self.strings(value, "exclude");
+                    self.exclude(value, patterns);
+                }
+                "disposable" => {
+                    if let Err(e) =
+                        crate::rules::disposable::Catalogue::check_section(self.yaml, value, FILE)
+                    {
+                        self.config.diagnostics.push(error_at(
+                            e.line,
+                            e.column,
+                            format!(
+                                "disposable: {}; FM002 runs with the built-in catalogue only",
+                                e.message
+                            ),
+                        ));
+                    }
+                }
+                other => self.error(
+                    key,
+                    format!("unknown key `{other}` (valid keys: {})", KEYS.join(", ")),
+                ),
+            }
+        }
+    }
+
+    /// A list of strings (or one string).
+    fn strings(&mut self, node: NodeId, key: &str) -> Vec<String> {
+        if self.is_empty(node) {
+            return Vec::new();
+        }
+        if let Some(one) = self.yaml.scalar(node) {
+            return vec![one.to_string()];
+        }
+        let mut out = Vec::new();
+        for &item in self.yaml.items(node) {
+            match self.yaml.scalar(item) {
+                Some(s) if !s.is_empty() => out.push(s.to_string()),
+                _ => self.error(item, format!("`{key}` takes a list of strings")),
+            }
+        }
+        if out.is_empty() && self.yaml.items(node).is_empty() {
+            self.error(node, format!("`{key}` takes a list of strings"));
+        }
+        out
+    }
+
+    /// Keep the patterns gitignore accepts.
+    fn exclude(&mut self, node: NodeId, patterns: Vec<String>) {
+        for pattern in patterns {
+            let mut builder = ignore::gitignore::GitignoreBuilder::new("/");
+            match builder.add_line(None, &pattern) {
+                Ok(_) => self.config.exclude.push(pattern),
+                Err(e) => self.error(node, format!("exclude: {pattern:?} is not a pattern: {e}")),
+            }
+        }
+    }
+
+    fn rules(&mut self, node: NodeId) {
+        if self.is_empty(node) {
+            return;
+        }
+        if !self.is_mapping(node) {
+            self.error(
+                node,
+                "`rules` takes a mapping of rule ids or names to settings".into(),
+            );
+            return;
+        }
+        for &(key, value) in self.yaml.entries(node) {
+            let name = self.yaml.scalar(key).unwrap_or_default();
+            let Some(rule) = crate::rules::by_id(name) else {
+                self.error(
+                    key,
+                    format!(
+                        "rules: no rule {name:?} (give an id such as FM002 or a name; `fluxmend rules` lists them)"
+                    ),
+                );
+                continue;
+            };
+            let mut setting = RuleSetting {
+                id: rule.meta().id,
+                enabled: true,
+                severity: None,
+            };
+            if !self.is_mapping(value) {
+                self.error(
+                    value,
+                    format!("rules.{name} takes a mapping of {}", RULE_KEYS.join(", ")),
+                );
+                continue;
+            }
+            for &(k, v) in self.yaml.entries(value) {
+                let field = self.yaml.scalar(k).unwrap_or_default();
+                let text = self.yaml.scalar(v).unwrap_or_default();
+                match field {
+                    "enabled" => match text {
+                        "true" => setting.enabled = true,
+                        "false" => setting.enabled = false,
+                        _ => self.error(v, format!("rules.{name}.enabled takes true or false")),
+                    },
+                    "severity" => match text {
+                        "error" => setting.severity = Some(Severity::Error),
+                        "warning" => setting.severity = Some(Severity::Warning),
+                        "note" => setting.severity = Some(Severity::Note),
+                        _ => self.error(
+                            v,
+                            format!("rules.{name}.severity takes error, warning or note"),
+                        ),
+                    },
+                    other => self.error(
+                        k,
+                        format!(
+                            "rules.{name}: unknown key `{other}` (valid keys: {})",
+                            RULE_KEYS.join(", ")
+                        ),
+                    ),
+                }
+            }
+            self.config.rules.retain(|r| r.id != setting.id);
+            self.config.rules.push(setting);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(config: &Config) -> Vec<(usize, usize, &str)> {
+        config
+            .diagnostics
+            .iter()
+            .map(|d| (d.line.unwrap(), d.column.unwrap(), d.message.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_full_file_reads() {
+        let config = Config::parse(
+            "rules:\n  FM005: {enabled: false}\n  disposable-workload-in-gated-layer:\n    severity: error\nroots: [flux-system]\nsource-root: k8s\nexclude:\n  - vendor/\n",
+        );
+        assert!(config.diagnostics.is_empty(), "{:?}", config.diagnostics);
+        assert_eq!(config.disabled().collect::<Vec<_>>(), ["FM005"]);
+        assert_eq!(
+            config.rules[1],
+            RuleSetting {
+                id: "FM002",
+                enabled: true,
+                severity: Some(Severity::Error)
+            }
+        );
+        assert_eq!(config.roots, ["flux-system"]);
+        assert_eq!(config.source_root.as_deref(), Some("k8s"));
+        assert_eq!(config.exclude, ["vendor/"]);
+    }
+
+    #[test]
+    fn mistakes_are_placed_and_list_the_valid_keys() {
+        let config = Config::parse(
+            "rule:\n  FM002: {enabled: false}\nrules:\n  FM999: {}\n  FM001: {enabled: no, level: x}\n",
+        );
+        let found = places(&config);
+        assert_eq!(found[0].0, 1);
+        assert_eq!(found[0].1, 1);
+        assert!(found[0].2.contains(
+            "unknown key `rule` (valid keys: rules, roots, source-root, exclude, disposable)"
+        ));
+        assert_eq!((found[1].0, found[1].1), (4, 3));
+        assert!(found[1].2.contains("no rule \"FM999\""));
+        assert_eq!((found[2].0, found[2].1), (5, 20));
+        assert!(found[2].2.contains("enabled takes true or false"));
+        assert_eq!((found[3].0, found[3].1), (5, 24));
+        assert!(
+            found[3]
+                .2
+                .contains("unknown key `level` (valid keys: enabled, severity)")
+        );
+        assert!(config.rules.iter().all(|r| r.enabled));
+    }
+
+    #[test]
+    fn a_catalogue_mistake_is_a_diagnostic_of_the_file() {
+        let config = Config::parse("disposable:\n  images:\n    - match: ci/agent\n");
+        let found = places(&config);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, 3);
+        assert!(
+            found[0].2.contains("every matcher needs a `reason`"),
+            "{found:?}"
+        );
+        assert!(
+            Config::parse("a: [").diagnostics[0]
+                .message
+                .contains("does not parse")
+        );
+    }
+}
