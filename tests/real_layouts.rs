@@ -638,7 +638,8 @@ fn without_a_root_an_apps_own_artifact_is_external_whatever_its_path() {
         ("apps/shop.yaml", "oci://ghcr.io/example/shop/manifests"),
         (
             "apps/wiki.yaml",
-            "https://github.com/example/wiki, a source only this layer reads",
+            // `apps` applies it (walked first: it is not below another layer's path).
+            "https://github.com/example/wiki, while this repository arrives as OCIRepository",
         ),
     ] {
         let d = find_diagnostic(&report, file, "is another repository");
@@ -823,4 +824,42 @@ fn below_a_generated_path_only_what_nested_kustomizations_name_is_read() {
         "resources entry `gone.yaml` does not exist",
     );
     assert_eq!(d["severity"], "error", "{d:#}");
+}
+
+/// With no root (Flux installed from outside the repository), a Flux Kustomization whose file
+/// lies below a path another layer syncs, but which that layer's build does not take (its entry
+/// commented out), is not applied by Flux: unreferenced, not live, and its broken build is a
+/// note. The layers the build does take stay live.
+#[test]
+fn without_a_root_a_layer_left_out_of_a_synced_folder_is_not_live() {
+    let ks = |name: &str, path: &str| {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+        )
+    };
+    let repo = TempRepo::empty();
+    repo.write("cluster/apps.yaml", ks("apps", "./apps"))
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - ./web/ks.yaml\n  # - ./old/ks.yaml\n",
+        )
+        .write("apps/web/ks.yaml", ks("web", "./apps/web/app"))
+        .write(
+            "apps/web/app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: default\n",
+        )
+        .write("apps/old/ks.yaml", ks("old", "./apps/old/app"))
+        .write(
+            "apps/old/app/kustomization.yaml",
+            "resources:\n  - gone.yaml\n",
+        );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert_eq!(summary(&report, "live_layers"), 2, "{report:#}");
+    let d = find_diagnostic(&report, "apps/old/ks.yaml", "no layer's build takes it");
+    assert_eq!(d["severity"], "note", "{d:#}");
+    assert!(
+        diagnostics(&report).iter().all(|d| d["severity"] == "note"),
+        "{report:#}"
+    );
 }

@@ -10,7 +10,7 @@ use crate::load::FileId;
 use crate::parse::{NodeId, YamlFile};
 
 use super::kustomize::{RefTarget, Rendered, Renderer, Transform, check_unique, display_dir};
-use super::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, join};
+use super::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, join, normalize};
 
 /// Index of a layer in [`Model::layers`].
 pub type LayerId = usize;
@@ -1143,8 +1143,38 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
         // Flux Kustomizations no root reaches: with no root at all, every one is a root (one
         // shared cluster); otherwise each is unreferenced (modelled in a cluster of its own, not
         // live).
+        // With no root, a Flux Kustomization whose file lies below another one's `spec.path`
+        // is no root either: that directory is synced, and when its build does not take this
+        // file (a commented-out entry, a folder left behind), Flux never applies it. Those are
+        // walked last, so that the layers that do apply them come first.
+        let synced_dirs: Vec<(ObjectIdx, String)> = if no_roots {
+            flux_ks
+                .iter()
+                .filter_map(|&idx| {
+                    let key = model.object(idx).key.clone();
+                    let dir = normalize(&layer_from_object(model, idx, &key, 0, None).path)?;
+                    (!dir.is_empty()).then_some((idx, dir))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let below_a_synced_dir = |idx: ObjectIdx| {
+            let path = &model.repo.file(model.object(idx).file).path;
+            synced_dirs
+                .iter()
+                .filter(|(other, _)| *other != idx)
+                .map(|(_, dir)| dir)
+                .find(|dir| {
+                    path.strip_prefix(dir.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+                })
+        };
+        let (tops, below): (Vec<ObjectIdx>, Vec<ObjectIdx>) = flux_ks
+            .iter()
+            .partition(|&&idx| below_a_synced_dir(idx).is_none());
         let mut next_cluster = roots.len();
-        for &idx in &flux_ks {
+        for idx in tops.into_iter().chain(below) {
             if b.reached.contains(&idx) {
                 continue;
             }
@@ -1152,15 +1182,22 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             let cluster = if no_roots { 0 } else { next_cluster };
             next_cluster += 1;
             let mut layer = layer_from_object(model, idx, &obj.key.clone(), cluster, None);
-            layer.live = no_roots;
-            if !no_roots {
+            let synced_dir = below_a_synced_dir(idx);
+            layer.live = no_roots && synced_dir.is_none();
+            if !layer.live {
+                let why = match synced_dir {
+                    Some(dir) if no_roots => format!(
+                        "Flux Kustomization {} is below {dir}, which a layer syncs, but no layer's build takes it (unreferenced): not treated as live",
+                        layer.id
+                    ),
+                    _ => format!(
+                        "Flux Kustomization {} is not applied by any root (unreferenced): not treated as live",
+                        layer.id
+                    ),
+                };
                 b.diagnostics.push(
-                    Diagnostic::new(
-                        Severity::Warning,
-                        &model.repo.file(obj.file).path,
-                        format!("Flux Kustomization {} is not applied by any root (unreferenced): not treated as live", layer.id),
-                    )
-                    .at(obj.line, 1),
+                    Diagnostic::new(Severity::Warning, &model.repo.file(obj.file).path, why)
+                        .at(obj.line, 1),
                 );
             }
             let id = b.add(layer);
