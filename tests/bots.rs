@@ -326,9 +326,15 @@ fn select_ignore_and_exit_zero() {
     assert_eq!(rules(&["--select", "FM001"]).1, Vec::<String>::new());
     assert_eq!(rules(&["--exit-zero"]), (0, vec!["FM002".to_string()]));
     // Usage errors: an unknown rule, ignoring every rule, --exit-zero with --fail-on.
+    let every_rule = fluxmend(["rules"])
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect::<Vec<_>>()
+        .join(",");
     for bad in [
         &["--ignore", "FM999"][..],
-        &["--ignore", "FM001,FM002"],
+        &["--ignore", every_rule.as_str()],
         &["--select", "FM001", "--ignore", "FM001"],
         &["--exit-zero", "--fail-on", "error"],
     ] {

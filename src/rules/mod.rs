@@ -4,6 +4,10 @@
 pub mod disposable;
 mod fm001;
 mod fm002;
+mod fm004;
+mod fm006;
+mod fm007;
+mod instances;
 mod layer_split;
 
 use serde::Serialize;
@@ -105,6 +109,9 @@ pub fn all() -> Vec<Box<dyn Rule>> {
     vec![
         Box::new(fm001::FluxInstanceInGatedLayer),
         Box::new(fm002::DisposableWorkloadInGatedLayer),
+        Box::new(fm004::PatchMatchesNothing),
+        Box::new(fm006::RootSourceTrustLoop),
+        Box::new(fm007::OverlappingInstancePatches),
     ]
 }
 
