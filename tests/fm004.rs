@@ -56,3 +56,13 @@ fn no_fix_is_offered_and_explain_documents_the_rule() {
     let rules = fluxmend(["rules"]);
     assert!(rules.stdout.contains("FM004"), "{}", rules.stdout);
 }
+
+/// An instance without `spec.sync` (set at bootstrap) patching the root source: the target is
+/// the source the applying layer reads, so it is not a miss; a component typo still is.
+#[test]
+fn a_patch_on_a_root_source_synced_at_bootstrap_is_not_a_miss() {
+    let root = fixture("fm006-sync-at-bootstrap", "before");
+    let run = fluxmend(["check", root.to_str().unwrap(), "--rule", "FM004"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.stdout.contains("[FM004]"), "{}", run.stdout);
+}

@@ -5,7 +5,11 @@ mod common;
 
 use common::{fixture, fluxmend};
 
-const CASES: &[&str] = &["fm006-verify-patch", "fm006-bootstrap-only"];
+const CASES: &[&str] = &[
+    "fm006-verify-patch",
+    "fm006-sync-at-bootstrap",
+    "fm006-bootstrap-only",
+];
 
 #[test]
 fn findings_match_snapshots_in_text_and_json() {

@@ -45,6 +45,12 @@ impl Rule for RootSourceTrustLoop {
                 continue;
             }
             let instance = &model.object(generated.instance).key;
+            let assumed = if generated.sync_assumed {
+                " (its spec.sync is set at bootstrap, outside the repository; the root source is \
+                 the one the applying layer reads)"
+            } else {
+                ""
+            };
             let mut settings: Vec<(usize, usize, String)> = Vec::new();
             if let Some((file, node)) = pull_secret(model, generated.instance) {
                 let yaml = &model.repo.file(file).yaml;
@@ -74,7 +80,7 @@ impl Rule for RootSourceTrustLoop {
                         patch.file,
                         patch.line,
                         format!(
-                            "the patch of {instance} at line {} sets {} of",
+                            "the patch of {instance}{assumed} at line {} sets {} of",
                             patch.line,
                             touched
                                 .iter()

@@ -52,16 +52,45 @@ pub(super) fn generated_instances(model: &Model) -> Vec<Generated> {
             bootstrapped.push((instance, id));
         }
     }
-    let mut out: Vec<Generated> = order
-        .into_iter()
-        .filter_map(|idx| {
-            Some(Generated {
-                layers: layers_of.remove(&idx)?,
-                applied: true,
-                objects: model.instance_objects(idx)?,
-            })
-        })
-        .collect();
+    let mut out: Vec<Generated> = Vec::new();
+    for idx in order {
+        let Some(layers) = layers_of.remove(&idx) else {
+            continue;
+        };
+        if model.instance_source(idx).is_some() {
+            if let Some(objects) = model.instance_objects(idx) {
+                out.push(Generated {
+                    layers,
+                    applied: true,
+                    objects,
+                });
+            }
+            continue;
+        }
+        // No `spec.sync` here: each applying layer's own source is the root source when it is
+        // in the instance's namespace and no object of the repository defines it.
+        for layer in layers {
+            let source = &model.layer(layer).source;
+            let namespace = model
+                .object(idx)
+                .key
+                .namespace
+                .as_deref()
+                .unwrap_or("flux-system");
+            let assumed = (source.namespace == namespace
+                && model
+                    .find_object(&source.kind, &source.name, Some(&source.namespace))
+                    .is_none())
+            .then_some(source);
+            if let Some(objects) = model.instance_objects_assuming(idx, assumed) {
+                out.push(Generated {
+                    layers: vec![layer],
+                    applied: true,
+                    objects,
+                });
+            }
+        }
+    }
     out.extend(bootstrapped.into_iter().filter_map(|(idx, layer)| {
         Some(Generated {
             layers: vec![layer],
