@@ -5,7 +5,11 @@ mod common;
 
 use common::{fixture, fluxmend};
 
-const CASES: &[&str] = &["fm004-instance-patches", "fm004-clean"];
+const CASES: &[&str] = &[
+    "fm004-instance-patches",
+    "fm004-layer-patches",
+    "fm004-clean",
+];
 
 #[test]
 fn findings_match_snapshots_in_text_and_json() {
@@ -65,4 +69,24 @@ fn a_patch_on_a_root_source_synced_at_bootstrap_is_not_a_miss() {
     let run = fluxmend(["check", root.to_str().unwrap(), "--rule", "FM004"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(!run.stdout.contains("[FM004]"), "{}", run.stdout);
+}
+
+/// kustomize itself (kubectl) agrees: the patch FM004 reports changes nothing and exits 0, the
+/// one it does not report applies.
+#[test]
+fn kubectl_kustomize_drops_the_reported_patch_silently() {
+    let root = fixture("fm004-layer-patches", "before");
+    let rendered = common::kubectl_kustomize(&root.join("apps/prod"));
+    assert!(!rendered.contains("kind: StatefulSet"), "{rendered}");
+    assert!(rendered.contains("replicas: 1"), "{rendered}");
+    assert!(rendered.contains("tier: frontend"), "{rendered}");
+    let check = fluxmend(["check", root.to_str().unwrap(), "--rule", "FM004"]);
+    assert!(
+        check
+            .stdout
+            .contains("apps/prod/kustomization.yaml:16: warning[FM004]"),
+        "{}",
+        check.stdout
+    );
+    assert!(!check.stdout.contains("labelSelector"), "{}", check.stdout);
 }

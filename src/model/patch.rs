@@ -106,7 +106,23 @@ impl Selector {
     pub fn distance(&self, key: &ObjectKey) -> usize {
         let mut d = 0;
         if let Some(kind) = &self.kind {
-            d += 4 * edit_distance(&kind.to_ascii_lowercase(), &key.kind.to_ascii_lowercase());
+            // A workload of another kind is the likelier mistake (StatefulSet for Deployment).
+            const WORKLOADS: &[&str] = &[
+                "Deployment",
+                "StatefulSet",
+                "DaemonSet",
+                "ReplicaSet",
+                "Job",
+                "CronJob",
+            ];
+            d += if kind != key.kind.as_str()
+                && WORKLOADS.contains(&kind.as_str())
+                && WORKLOADS.contains(&key.kind.as_str())
+            {
+                4
+            } else {
+                4 * edit_distance(&kind.to_ascii_lowercase(), &key.kind.to_ascii_lowercase())
+            };
         }
         if let Some(name) = &self.name {
             d += edit_distance(name, &key.name);
