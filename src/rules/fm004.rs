@@ -7,8 +7,8 @@ use rustc_hash::FxHashSet as HashSet;
 use crate::diagnostics::Severity;
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
-    InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, RefTarget, Rendered, Renderer,
-    distribution_source,
+    InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey, RefTarget,
+    Rendered, Renderer, display_dir, distribution_source,
 };
 use crate::parse::{NodeId, YamlFile};
 
@@ -190,6 +190,7 @@ fn kustomize_finding(
     what: &str,
     rendered: &[&Rendered],
     layer: &Layer,
+    patcher: ObjectKey,
 ) -> Finding {
     let yaml = &model.repo.file(file).yaml;
     let line = yaml.line_of(yaml.node(node).span.start);
@@ -217,14 +218,22 @@ fn kustomize_finding(
         layer: layer.id.clone(),
         cluster: String::new(),
         cluster_index: layer.cluster,
-        object: rendered
-            .first()
-            .map(|r| r.key.clone())
-            .unwrap_or_else(|| model.object(layer.object.unwrap_or_default()).key.clone()),
+        object: patcher,
         blocked_layers: Vec::new(),
         masked_objects: 0,
         fix: None,
         no_fix_reason: Some(NO_FIX.into()),
+    }
+}
+
+/// A kustomization file as the object of a finding: `Kustomization/<its directory>` of
+/// `kustomize.config.k8s.io`.
+fn kustomization_key(k: &KustomizeDir) -> ObjectKey {
+    ObjectKey {
+        api_version: Name::from("kustomize.config.k8s.io/v1beta1"),
+        kind: Name::from("Kustomization"),
+        namespace: None,
+        name: Name::from(display_dir(&k.dir)),
     }
 }
 
@@ -260,6 +269,7 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
                 &format!("Flux Kustomization {}", layer.id),
                 &rendered,
                 layer,
+                object.key.clone(),
             ));
         }
     }
@@ -299,6 +309,7 @@ fn kustomization_patches(model: &Model) -> Vec<Finding> {
                 &model.repo.file(k.file).path,
                 &rendered,
                 model.layer(layer_id),
+                kustomization_key(k),
             ));
         }
     }
