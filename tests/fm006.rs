@@ -8,6 +8,7 @@ use common::{fixture, fluxmend};
 const CASES: &[&str] = &[
     "fm006-verify-patch",
     "fm006-sync-at-bootstrap",
+    "fm006-verify-in-sync-file",
     "fm006-bootstrap-only",
 ];
 
