@@ -130,6 +130,17 @@ pub fn distribution_source() -> &'static str {
     &distribution().read_from
 }
 
+/// The component whose manifests hold an object of this kind and name (`Deployment`,
+/// `image-reflector-controller` → `image-reflector-controller`): what a patch meant when it
+/// targets a component the instance does not install.
+pub fn component_of(kind: &str, name: &str) -> Option<&'static str> {
+    distribution()
+        .components
+        .iter()
+        .find(|(_, objects)| objects.iter().any(|o| o.kind == kind && o.name == name))
+        .map(|(component, _)| component.as_str())
+}
+
 /// An object the operator generates for an instance, with the patches that reach it applied.
 #[derive(Clone, Debug)]
 pub struct GeneratedObject {
@@ -556,6 +567,11 @@ spec:
             );
         }
         assert!(!names.iter().any(|n| n.contains("helm-controller")));
+        assert_eq!(
+            component_of("Deployment", "helm-controller"),
+            Some("helm-controller")
+        );
+        assert_eq!(component_of("Deployment", "podinfo"), None);
         let source = &generated.objects[generated.root_source.unwrap()];
         assert_eq!(
             source.content.str_at(&["spec", "verify", "provider"]),

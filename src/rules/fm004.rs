@@ -8,7 +8,7 @@ use crate::diagnostics::Severity;
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
     InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey, RefTarget,
-    Rendered, Renderer, display_dir, distribution_source,
+    Rendered, Renderer, component_of, display_dir, distribution_source,
 };
 use crate::parse::{NodeId, YamlFile};
 
@@ -83,6 +83,18 @@ fn message(
         distribution_source(),
     );
     let selector = patch.selector().unwrap_or_default();
+    let missing_component = selector
+        .kind
+        .as_deref()
+        .zip(selector.name.as_deref())
+        .and_then(|(kind, name)| component_of(kind, name));
+    if let Some(component) = missing_component {
+        text.push_str(&format!(
+            "; {component} is not among the components the instance installs (spec.components): \
+             add it there, or remove the patch"
+        ));
+        return text;
+    }
     if let Some(nearest) = generated
         .objects
         .iter()
