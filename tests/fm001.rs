@@ -315,7 +315,15 @@ fn a_flux_instance_helm_release_is_found_too() {
 #[test]
 fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
     let fix_description = |root: &Path| {
-        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        let report = fluxmend([
+            "fix",
+            root.to_str().unwrap(),
+            "--format",
+            "json",
+            "--rule",
+            "FM001",
+        ])
+        .json();
         let finding = &report["findings"][0];
         assert_eq!(finding["rule"], "FM001", "{report}");
         assert_eq!(finding["layer"]["name"], "flux-instance", "{report}");
@@ -348,7 +356,15 @@ fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
 #[test]
 fn carried_settings_and_what_is_not_carried_are_said() {
     let description = |root: &Path| {
-        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        let report = fluxmend([
+            "fix",
+            root.to_str().unwrap(),
+            "--format",
+            "json",
+            "--rule",
+            "FM001",
+        ])
+        .json();
         report["findings"][0]["fix"]["description"]
             .as_str()
             .unwrap_or_else(|| panic!("a fix: {report}"))
@@ -399,7 +415,7 @@ fn carried_settings_and_what_is_not_carried_are_said() {
 #[test]
 fn components_on_the_old_layer_are_refused_with_the_reason() {
     let repo = TempRepo::copy_of(&fixture("fm001-prune-off", "before"));
-    let (_, plain) = repo.check_json(&[]);
+    let (_, plain) = repo.check_json(&["--rule", "FM001"]);
     assert!(plain["findings"][0]["rule"] == "FM001", "{plain}");
     let layer = "clusters/prod-eu/infrastructure-controllers.yaml";
     let text = repo.read(layer);
@@ -416,7 +432,15 @@ fn components_on_the_old_layer_are_refused_with_the_reason() {
         "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  platform.example.net/tls: strict\n",
     );
     let fixed = |root: &Path| {
-        let report = fluxmend(["fix", root.to_str().unwrap(), "--format", "json"]).json();
+        let report = fluxmend([
+            "fix",
+            root.to_str().unwrap(),
+            "--format",
+            "json",
+            "--rule",
+            "FM001",
+        ])
+        .json();
         report["findings"][0].clone()
     };
     let before = fixed(&fixture("fm001-prune-off", "before"));

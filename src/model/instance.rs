@@ -10,13 +10,16 @@ use std::sync::OnceLock;
 
 use crate::load::FileId;
 use crate::model::patch::{Labels, PatchBody, Selection, Selector};
-use crate::model::{Model, Name, ObjectIdx, ObjectKey};
+use crate::model::{Model, Name, ObjectIdx, ObjectKey, SourceRef};
 use crate::parse::{NodeId, Value, YamlFile};
 
 use super::flux::instance_spec;
 
 /// The distribution data: which objects each component and every instance contribute.
 pub const DISTRIBUTION: &str = include_str!("../../rules/flux-distribution.yaml");
+
+/// The kinds of the objects `spec.sync` generates.
+const SYNC_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket", "Kustomization"];
 
 /// One object of the distribution data, before the instance's namespace is applied.
 #[derive(Clone, Debug)]
@@ -127,6 +130,17 @@ pub fn distribution_source() -> &'static str {
     &distribution().read_from
 }
 
+/// The component whose manifests hold an object of this kind and name (`Deployment`,
+/// `image-reflector-controller` → `image-reflector-controller`): what a patch meant when it
+/// targets a component the instance does not install.
+pub fn component_of(kind: &str, name: &str) -> Option<&'static str> {
+    distribution()
+        .components
+        .iter()
+        .find(|(_, objects)| objects.iter().any(|o| o.kind == kind && o.name == name))
+        .map(|(component, _)| component.as_str())
+}
+
 /// An object the operator generates for an instance, with the patches that reach it applied.
 #[derive(Clone, Debug)]
 pub struct GeneratedObject {
@@ -187,6 +201,10 @@ pub struct InstanceObjects {
     pub root_source: Option<usize>,
     /// Index of the root Kustomization.
     pub root_kustomization: Option<usize>,
+    /// The root source and Kustomization were not read from `spec.sync` but taken from the
+    /// `sourceRef` of the layer that applies an instance without `spec.sync` (its sync is set
+    /// at bootstrap, outside the repository).
+    pub sync_assumed: bool,
 }
 
 fn s(text: &str) -> Value {
@@ -210,6 +228,18 @@ impl Model<'_> {
     /// The objects the FluxInstance (or `flux-instance` HelmRelease) at `idx` generates, or
     /// `None` for another object.
     pub fn instance_objects(&self, idx: ObjectIdx) -> Option<InstanceObjects> {
+        self.instance_objects_assuming(idx, None)
+    }
+
+    /// [`Model::instance_objects`] for an instance whose `spec.sync` is not in the repository
+    /// (a bootstrap tool sets it, and the instance applied here leaves it alone): `assumed` is
+    /// the root source as the layer applying the instance reads it. Without it, a patch that
+    /// may select a sync object is undecided rather than a miss.
+    pub fn instance_objects_assuming(
+        &self,
+        idx: ObjectIdx,
+        assumed: Option<&SourceRef>,
+    ) -> Option<InstanceObjects> {
         let (file, spec) = instance_spec(self, idx)?;
         let yaml = &self.repo.file(file).yaml;
         let obj = self.object(idx);
@@ -294,7 +324,9 @@ impl Model<'_> {
             })
             .collect();
         let (mut root_source, mut root_kustomization) = (None, None);
-        if let Some(source) = self.instance_source(idx) {
+        let read_sync = self.instance_source(idx);
+        let sync_assumed = read_sync.is_none() && assumed.is_some();
+        if let Some(source) = read_sync.or_else(|| assumed.cloned()) {
             let get = |k: &str| scalar(&["sync", k]);
             let kind = source.kind.as_str();
             // v1 for every kind from Flux 2.6 (internal/builder/semver.go), which the data
@@ -377,6 +409,15 @@ impl Model<'_> {
             let Some(selector) = patch.selector() else {
                 continue;
             };
+            if root_source.is_none()
+                && selector
+                    .kind
+                    .as_deref()
+                    .is_none_or(|k| SYNC_KINDS.contains(&k))
+            {
+                // The sync objects exist on the cluster (set at bootstrap) but not here.
+                patch.undecided += 1;
+            }
             for (oi, object) in objects.iter_mut().enumerate() {
                 match selector.selects(&object.key, &object.labels, &object.annotations) {
                     Selection::Yes => {
@@ -399,6 +440,7 @@ impl Model<'_> {
             patches,
             root_source,
             root_kustomization,
+            sync_assumed,
         })
     }
 }
@@ -525,6 +567,11 @@ spec:
             );
         }
         assert!(!names.iter().any(|n| n.contains("helm-controller")));
+        assert_eq!(
+            component_of("Deployment", "helm-controller"),
+            Some("helm-controller")
+        );
+        assert_eq!(component_of("Deployment", "podinfo"), None);
         let source = &generated.objects[generated.root_source.unwrap()];
         assert_eq!(
             source.content.str_at(&["spec", "verify", "provider"]),

@@ -18,7 +18,8 @@ pub use flux::{
     Variant,
 };
 pub use instance::{
-    DISTRIBUTION, GeneratedObject, InstanceObjects, InstancePatch, distribution_source,
+    DISTRIBUTION, GeneratedObject, InstanceObjects, InstancePatch, component_of,
+    distribution_source,
 };
 pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,

@@ -106,7 +106,23 @@ impl Selector {
     pub fn distance(&self, key: &ObjectKey) -> usize {
         let mut d = 0;
         if let Some(kind) = &self.kind {
-            d += 4 * edit_distance(&kind.to_ascii_lowercase(), &key.kind.to_ascii_lowercase());
+            // A workload of another kind is the likelier mistake (StatefulSet for Deployment).
+            const WORKLOADS: &[&str] = &[
+                "Deployment",
+                "StatefulSet",
+                "DaemonSet",
+                "ReplicaSet",
+                "Job",
+                "CronJob",
+            ];
+            d += if kind != key.kind.as_str()
+                && WORKLOADS.contains(&kind.as_str())
+                && WORKLOADS.contains(&key.kind.as_str())
+            {
+                4
+            } else {
+                4 * edit_distance(&kind.to_ascii_lowercase(), &key.kind.to_ascii_lowercase())
+            };
         }
         if let Some(name) = &self.name {
             d += edit_distance(name, &key.name);
@@ -388,8 +404,13 @@ impl PatchBody {
 
 /// Whether two field paths write the same field: one is a prefix of the other, list items
 /// compared by index or merge key when both use the same form, and assumed the same item when
-/// one patch selects by index and the other by key.
+/// one patch selects by index and the other by key. Two appends to the same list (`…/-`) do
+/// not overlap: both items end up in it whichever applies first.
 pub fn fields_overlap(a: &[String], b: &[String]) -> bool {
+    let appends = |p: &[String]| p.last().is_some_and(|s| s == "[-]");
+    if appends(a) && appends(b) && a.len() == b.len() && a[..a.len() - 1] == b[..b.len() - 1] {
+        return false;
+    }
     a.iter().zip(b.iter()).all(|(x, y)| {
         let item = |s: &str| s.starts_with('[');
         if item(x) && item(y) {
@@ -687,6 +708,11 @@ mod tests {
             &containers.fields()[0],
             &by_index.fields()[0]
         ));
+        let append = PatchBody::parse(
+            "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --c\n",
+        )
+        .unwrap();
+        assert!(!fields_overlap(&by_index.fields()[0], &append.fields()[0]));
     }
 
     #[test]

@@ -5,7 +5,11 @@ pub mod disposable;
 mod fm001;
 mod fm002;
 mod fm003;
+mod fm004;
 mod fm005;
+mod fm006;
+mod fm007;
+mod instances;
 mod layer_split;
 pub mod suppress;
 
@@ -143,7 +147,10 @@ pub fn all_with(strategy: Strategy) -> Vec<Box<dyn Rule>> {
         Box::new(fm001::FluxInstanceInGatedLayer),
         Box::new(fm002::DisposableWorkloadInGatedLayer),
         Box::new(fm003::MultiIdentityVerify),
+        Box::new(fm004::PatchMatchesNothing),
         Box::new(fm005::HealthChecksIgnored { strategy }),
+        Box::new(fm006::RootSourceTrustLoop),
+        Box::new(fm007::OverlappingInstancePatches),
     ]
 }
 

@@ -1,0 +1,331 @@
+//! FM004 patch-matches-nothing: a FluxInstance patch whose `target` selects none of the
+//! objects the operator generates; kustomize drops it without a word (flux-operator#2996).
+//! Documentation: `rules/FM004.md`.
+
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::diagnostics::Severity;
+use crate::model::patch::{Labels, Selection, Selector};
+use crate::model::{
+    InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey, RefTarget,
+    Rendered, Renderer, component_of, display_dir, distribution_source,
+};
+use crate::parse::{NodeId, YamlFile};
+
+use super::instances::{delivered, generated_instances, instance_finding};
+use super::{Finding, Rule, RuleMeta};
+
+pub struct PatchMatchesNothing;
+
+static META: RuleMeta = RuleMeta {
+    id: "FM004",
+    name: "patch-matches-nothing",
+    summary: "a patch's target selects no object of what it patches, so the patch is silently dropped",
+    doc: include_str!("../../rules/FM004.md"),
+};
+
+const NO_FIX: &str = "the intent is unknown: correct the target (the message names the nearest \
+object that exists) or remove the patch";
+
+impl Rule for PatchMatchesNothing {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, model: &Model) -> Vec<Finding> {
+        let instances = generated_instances(model);
+        let mut findings = Vec::new();
+        for d in delivered(&instances) {
+            let generated = d.generated;
+            if !generated.complete {
+                continue;
+            }
+            for patch in &generated.patches {
+                let Some((selector, node)) = &patch.target else {
+                    continue;
+                };
+                if !patch.selected.is_empty() || patch.undecided > 0 {
+                    continue;
+                }
+                let yaml = &model.repo.file(patch.file).yaml;
+                let line = yaml.line_of(yaml.node(*node).span.start);
+                let mut finding = instance_finding(
+                    model,
+                    (META.id, Severity::Error),
+                    message(model, generated, patch, &selector.describe()),
+                    (patch.file, line),
+                    d.layer,
+                    generated.instance,
+                );
+                finding.no_fix_reason = Some(NO_FIX.into());
+                findings.push(finding);
+            }
+        }
+        findings.extend(layer_patches(model));
+        findings.extend(kustomization_patches(model));
+        findings
+    }
+}
+
+fn message(
+    model: &Model,
+    generated: &InstanceObjects,
+    patch: &InstancePatch,
+    target: &str,
+) -> String {
+    let instance = &model.object(generated.instance).key;
+    let mut text = format!(
+        "the patch of {instance} at line {} targets {target}, which selects none of the {} \
+         objects flux-operator generates for it (read from {}): the operator drops the patch \
+         without an error and the change never reaches the cluster",
+        patch.line,
+        generated.objects.len(),
+        distribution_source(),
+    );
+    let selector = patch.selector().unwrap_or_default();
+    let missing_component = selector
+        .kind
+        .as_deref()
+        .zip(selector.name.as_deref())
+        .and_then(|(kind, name)| component_of(kind, name));
+    if let Some(component) = missing_component {
+        text.push_str(&format!(
+            "; {component} is not among the components the instance installs (spec.components): \
+             add it there, or remove the patch"
+        ));
+        return text;
+    }
+    if let Some(nearest) = generated
+        .objects
+        .iter()
+        .min_by_key(|o| selector.distance(&o.key))
+    {
+        text.push_str(&format!("; did you mean {}?", nearest.key));
+    }
+    text
+}
+
+/// kustomize fields whose effect on what a build holds the model does not follow.
+const UNMODELLED: &[&str] = &["transformers", "replacements", "helmCharts", "generators"];
+
+/// Whether the build of `dir` is fully known: no remote entry, no unmodelled transformer, no
+/// missing entry, anywhere below it.
+fn fully_known(model: &Model, dir: &str, seen: &mut HashSet<String>) -> bool {
+    if !seen.insert(dir.to_string()) {
+        return true;
+    }
+    let Some(k) = model.kustomize_dirs.get(dir) else {
+        // A plain directory (Flux generates its kustomization) holds what is in it.
+        return true;
+    };
+    let yaml = &model.repo.file(k.file).yaml;
+    if UNMODELLED
+        .iter()
+        .any(|f| yaml.lookup(k.root, &[f]).is_some())
+    {
+        return false;
+    }
+    k.resources
+        .iter()
+        .chain(&k.components)
+        .all(|r| match &r.target {
+            RefTarget::File(_) => true,
+            RefTarget::Dir(d) => fully_known(model, d, seen),
+            RefTarget::Remote(_) | RefTarget::Missing(_) | RefTarget::OutsideRoot => false,
+        })
+}
+
+/// Whether the selector, without its label and annotation selectors (labels only narrow,
+/// and transformers the model does not follow may add them), may select the rendered object:
+/// by its key after the build, or as written, or by a name the build only prefixed or
+/// suffixed, in any namespace a kustomization on the way sets.
+fn may_select(model: &Model, selector: &Selector, r: &Rendered) -> bool {
+    let loose = Selector {
+        name: None,
+        namespace: None,
+        label_selector: None,
+        annotation_selector: None,
+        ..selector.clone()
+    };
+    let none = Labels::new();
+    if loose.selects(&r.key, &none, &none) == Selection::No {
+        return false;
+    }
+    let written = &model.object(r.object).key;
+    let name_ok = match selector.name.as_deref() {
+        None | Some("") => true,
+        Some(name) => {
+            let exact = Selector {
+                name: Some(name.to_string()),
+                ..Selector::default()
+            };
+            exact.selects(&r.key, &none, &none) != Selection::No
+                || exact.selects(written, &none, &none) != Selection::No
+                || r.key.name.contains(name)
+        }
+    };
+    let namespace_ok = match selector.namespace.as_deref() {
+        None | Some("") => true,
+        Some(ns) => {
+            r.key.namespace.as_deref() == Some(ns)
+                || written.namespace.as_deref() == Some(ns)
+                || r.chain.iter().any(|&f| {
+                    let dir = crate::load::parent_of(&model.repo.file(f).path);
+                    model
+                        .kustomize_dirs
+                        .get(dir)
+                        .is_some_and(|k| k.namespace.as_deref() == Some(ns))
+                })
+                || ns.contains(|c: char| "*+?[](){}|^$\\".contains(c))
+        }
+    };
+    name_ok && namespace_ok
+}
+
+/// The `target` selectors of a `patches` list, with their nodes.
+fn targets(yaml: &YamlFile, list: NodeId) -> Vec<(Selector, NodeId)> {
+    yaml.items(list)
+        .iter()
+        .filter_map(|&item| {
+            let node = yaml.lookup(item, &["target"])?;
+            let value = yaml.value(node).ok()?;
+            Some((Selector::from_value(&value), node))
+        })
+        .collect()
+}
+
+/// A finding about a kustomize-level patch that selects nothing of `rendered`.
+fn kustomize_finding(
+    model: &Model,
+    (file, node): (usize, NodeId),
+    selector: &Selector,
+    what: &str,
+    rendered: &[&Rendered],
+    layer: &Layer,
+    patcher: ObjectKey,
+) -> Finding {
+    let yaml = &model.repo.file(file).yaml;
+    let line = yaml.line_of(yaml.node(node).span.start);
+    let mut message = format!(
+        "the patch of {what} targets {}, which selects none of the {} objects the build renders: \
+         kustomize drops the patch without an error and the change never reaches the cluster",
+        selector.describe(),
+        rendered.len(),
+    );
+    if let Some(nearest) = rendered.iter().min_by_key(|r| selector.distance(&r.key)) {
+        message.push_str(&format!("; did you mean {}?", nearest.key));
+    }
+    if rendered.iter().any(|r| r.key.kind == "HelmRelease") {
+        message.push_str(
+            " (what a HelmRelease installs is not part of this build: patch it with the \
+             HelmRelease's spec.postRenderers)",
+        );
+    }
+    Finding {
+        rule: META.id,
+        severity: Severity::Warning,
+        message,
+        file: model.repo.file(file).path.clone(),
+        line,
+        column: 0,
+        layer: layer.id.clone(),
+        cluster: String::new(),
+        cluster_index: layer.cluster,
+        object: patcher,
+        blocked_layers: Vec::new(),
+        masked_objects: 0,
+        fix: None,
+        no_fix_reason: Some(NO_FIX.into()),
+        fix_group: None,
+    }
+}
+
+/// A kustomization file as the object of a finding: `Kustomization/<its directory>` of
+/// `kustomize.config.k8s.io`.
+fn kustomization_key(k: &KustomizeDir) -> ObjectKey {
+    ObjectKey {
+        api_version: Name::from("kustomize.config.k8s.io/v1beta1"),
+        kind: Name::from("Kustomization"),
+        namespace: None,
+        name: Name::from(display_dir(&k.dir)),
+    }
+}
+
+/// `spec.patches` of a Flux Kustomization against what the layer renders, in every variant.
+fn layer_patches(model: &Model) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (_, layer) in model.live_layers() {
+        let Some(idx) = layer.object else { continue };
+        let object = model.object(idx);
+        let yaml = &model.repo.file(object.file).yaml;
+        let Some(list) = yaml.lookup(object.root, &["spec", "patches"]) else {
+            continue;
+        };
+        let known = yaml.lookup(object.root, &["spec", "components"]).is_none()
+            && !layer.variants.is_empty()
+            && layer.variants.iter().all(|v| {
+                v.error.is_none()
+                    && v.unmodelled.is_empty()
+                    && fully_known(model, &v.dir, &mut HashSet::default())
+            });
+        if !known {
+            continue;
+        }
+        let rendered: Vec<&Rendered> = layer.inventory().map(|(_, r)| r).collect();
+        for (selector, node) in targets(yaml, list) {
+            if rendered.iter().any(|r| may_select(model, &selector, r)) {
+                continue;
+            }
+            findings.push(kustomize_finding(
+                model,
+                (object.file, node),
+                &selector,
+                &format!("Flux Kustomization {}", layer.id),
+                &rendered,
+                layer,
+                object.key.clone(),
+            ));
+        }
+    }
+    findings
+}
+
+/// `patches` of each kustomization file a live layer renders against that directory's build.
+fn kustomization_patches(model: &Model) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut renderer = Renderer::new(model);
+    let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().collect();
+    dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
+    for k in dirs {
+        let Some(&(layer_id, _)) = model.users_of_file(k.file).first() else {
+            continue;
+        };
+        let yaml = &model.repo.file(k.file).yaml;
+        let Some(list) = yaml.lookup(k.root, &["patches"]) else {
+            continue;
+        };
+        if k.component || !fully_known(model, &k.dir, &mut HashSet::default()) {
+            continue;
+        }
+        let result = renderer.render_dir(&k.dir);
+        let Ok(objects) = result.as_ref() else {
+            continue;
+        };
+        let rendered: Vec<&Rendered> = objects.iter().collect();
+        for (selector, node) in targets(yaml, list) {
+            if rendered.iter().any(|r| may_select(model, &selector, r)) {
+                continue;
+            }
+            findings.push(kustomize_finding(
+                model,
+                (k.file, node),
+                &selector,
+                &model.repo.file(k.file).path,
+                &rendered,
+                model.layer(layer_id),
+                kustomization_key(k),
+            ));
+        }
+    }
+    findings
+}

@@ -1,0 +1,112 @@
+//! FM007 overlapping-instance-patches: two FluxInstance patches that write the same field of
+//! the same generated object. Documentation: `rules/FM007.md`.
+
+use std::collections::BTreeMap;
+
+use crate::diagnostics::Severity;
+use crate::model::Model;
+use crate::model::patch::fields_overlap;
+
+use super::instances::{delivered, generated_instances, instance_finding};
+use super::{Finding, Rule, RuleMeta, plural};
+
+pub struct OverlappingInstancePatches;
+
+static META: RuleMeta = RuleMeta {
+    id: "FM007",
+    name: "overlapping-instance-patches",
+    summary: "two FluxInstance patches write the same field of the same generated object",
+    doc: include_str!("../../rules/FM007.md"),
+};
+
+const NO_FIX: &str = "which value is meant is unknown: keep the field in one patch (the more \
+specific target) and remove it from the other";
+
+impl Rule for OverlappingInstancePatches {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, model: &Model) -> Vec<Finding> {
+        let instances = generated_instances(model);
+        let mut findings = Vec::new();
+        for d in delivered(&instances) {
+            let generated = d.generated;
+            let fields: Vec<Vec<Vec<String>>> = generated
+                .patches
+                .iter()
+                .map(|p| p.body.as_ref().map(|b| b.fields()).unwrap_or_default())
+                .collect();
+            // (first patch, second patch, field) → the objects both reach.
+            let mut overlaps: BTreeMap<(usize, usize, String), Vec<String>> = BTreeMap::new();
+            for object in &generated.objects {
+                for (i, &a) in object.patched_by.iter().enumerate() {
+                    for &b in &object.patched_by[i + 1..] {
+                        let shared = fields[a].iter().find_map(|fa| {
+                            fields[b]
+                                .iter()
+                                .find(|fb| fields_overlap(fa, fb))
+                                .map(|fb| if fa.len() <= fb.len() { fa } else { fb })
+                        });
+                        if let Some(field) = shared {
+                            overlaps
+                                .entry((a, b, pointer(field)))
+                                .or_default()
+                                .push(object.key.to_string());
+                        }
+                    }
+                }
+            }
+            let instance = &model.object(generated.instance).key;
+            for ((a, b), (field, objects)) in overlaps
+                .into_iter()
+                .map(|((a, b, field), objects)| ((a, b), (field, objects)))
+            {
+                let (first, second) = (&generated.patches[a], &generated.patches[b]);
+                let file = &model.repo.file(second.file).path;
+                let reached = match objects.as_slice() {
+                    [one] => one.clone(),
+                    [one, rest @ ..] => {
+                        format!(
+                            "{one} (and {} more)",
+                            plural(rest.len(), "object", "objects")
+                        )
+                    }
+                    [] => continue,
+                };
+                let message = format!(
+                    "the patches of {instance} at {file}:{} and {file}:{} both write {field} of \
+                     {reached}: flux-operator applies overlapping patches in an order that can \
+                     differ from `kustomize build`, so the value on the cluster may not be the one \
+                     a local render shows",
+                    first.line, second.line,
+                );
+                let mut finding = instance_finding(
+                    model,
+                    (META.id, Severity::Warning),
+                    message,
+                    (second.file, second.line),
+                    d.layer,
+                    generated.instance,
+                );
+                finding.no_fix_reason = Some(NO_FIX.into());
+                findings.push(finding);
+            }
+        }
+        findings
+    }
+}
+
+/// A field path as written in messages: `/spec/template/spec/containers[name=manager]/args`.
+fn pointer(field: &[String]) -> String {
+    field
+        .iter()
+        .map(|s| {
+            if s.starts_with('[') {
+                s.clone()
+            } else {
+                format!("/{s}")
+            }
+        })
+        .collect()
+}
