@@ -38,10 +38,11 @@ fn a_rule_disabled_in_the_file_runs_only_when_a_flag_names_it() {
     assert_eq!(rules(&report), [("FM001".into(), "error".into())]);
     assert_eq!(run.code, 1);
     // Nothing left to run is a usage error, as with --ignore.
-    repo.write(
-        CONFIG,
-        "rules:\n  FM001: {enabled: false}\n  FM002: {enabled: false}\n  FM003: {enabled: false}\n  FM005: {enabled: false}\n",
-    );
+    let every_rule_off: String = fluxmend::rules::all()
+        .iter()
+        .map(|r| format!("  {}: {{enabled: false}}\n", r.meta().id))
+        .collect();
+    repo.write(CONFIG, format!("rules:\n{every_rule_off}"));
     let run = common::fluxmend(common::command_args("check", repo.path(), &[]));
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(

@@ -84,7 +84,7 @@ fn kubectl_kustomize_drops_the_reported_patch_silently() {
     assert!(
         check
             .stdout
-            .contains("apps/prod/kustomization.yaml:16: warning[FM004]"),
+            .contains("apps/prod/kustomization.yaml:16:7: FM004 warning"),
         "{}",
         check.stdout
     );
