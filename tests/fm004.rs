@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, fluxmend};
+use common::{assert_no_finding_of, assert_unfixable_and_documented, fixture, fluxmend};
 
 const CASES: &[&str] = &[
     "fm004-instance-patches",
@@ -29,36 +29,12 @@ fn findings_match_snapshots_in_text_and_json() {
 
 #[test]
 fn the_negative_control_has_no_finding() {
-    let root = fixture("fm004-clean", "before");
-    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(run.code, 0, "{}", run.stdout);
-    let findings = run.json()["findings"].clone();
-    assert!(
-        findings
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["rule"] != "FM004"),
-        "{findings:#}"
-    );
+    assert_no_finding_of("FM004", "fm004-clean");
 }
 
 #[test]
 fn no_fix_is_offered_and_explain_documents_the_rule() {
-    let root = fixture("fm004-instance-patches", "before");
-    let fix = fluxmend(["fix", root.to_str().unwrap(), "--rule", "FM004"]);
-    fix.assert_no_panic();
-    assert_eq!(fix.stdout, "", "no diff: {}", fix.stderr);
-    assert!(fix.stderr.contains("no fix: "), "{}", fix.stderr);
-    let explain = fluxmend(["explain", "FM004"]);
-    assert_eq!(explain.code, 0);
-    assert!(
-        explain.stdout.contains("# FM004 patch-matches-nothing"),
-        "{}",
-        explain.stdout
-    );
-    let rules = fluxmend(["rules"]);
-    assert!(rules.stdout.contains("FM004"), "{}", rules.stdout);
+    assert_unfixable_and_documented("FM004", "patch-matches-nothing", "fm004-instance-patches");
 }
 
 /// An instance without `spec.sync` (set at bootstrap) patching the root source: the target is

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, fluxmend};
+use common::{assert_no_finding_of, assert_unfixable_and_documented, fixture, fluxmend};
 
 const CASES: &[&str] = &[
     "fm006-verify-patch",
@@ -30,34 +30,10 @@ fn findings_match_snapshots_in_text_and_json() {
 
 #[test]
 fn the_negative_control_has_no_finding() {
-    let root = fixture("fm006-bootstrap-only", "before");
-    let run = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
-    assert_eq!(run.code, 0, "{}", run.stdout);
-    let findings = run.json()["findings"].clone();
-    assert!(
-        findings
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["rule"] != "FM006"),
-        "{findings:#}"
-    );
+    assert_no_finding_of("FM006", "fm006-bootstrap-only");
 }
 
 #[test]
 fn no_fix_is_offered_and_explain_documents_the_rule() {
-    let root = fixture("fm006-verify-patch", "before");
-    let fix = fluxmend(["fix", root.to_str().unwrap(), "--rule", "FM006"]);
-    fix.assert_no_panic();
-    assert_eq!(fix.stdout, "", "no diff: {}", fix.stderr);
-    assert!(fix.stderr.contains("no fix: "), "{}", fix.stderr);
-    let explain = fluxmend(["explain", "FM006"]);
-    assert_eq!(explain.code, 0);
-    assert!(
-        explain.stdout.contains("# FM006 root-source-trust-loop"),
-        "{}",
-        explain.stdout
-    );
-    let rules = fluxmend(["rules"]);
-    assert!(rules.stdout.contains("FM006"), "{}", rules.stdout);
+    assert_unfixable_and_documented("FM006", "root-source-trust-loop", "fm006-verify-patch");
 }

@@ -522,6 +522,24 @@ fn index_of(seg: &str) -> Option<usize> {
     seg.strip_prefix('[')?.strip_suffix(']')?.parse().ok()
 }
 
+/// The node at `path` (mapping keys and `[i]` items), when every step exists.
+fn parent_at<'v>(content: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
+    let mut node = content;
+    for seg in path {
+        node = match node {
+            Value::Map(entries) => {
+                &mut entries
+                    .iter_mut()
+                    .find(|(k, _)| k.as_str() == Some(seg.as_str()))?
+                    .1
+            }
+            Value::Seq(items) => items.get_mut(index_of(seg)?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
 /// Set the value at `path`; `add` creates missing mapping keys as kustomize's JSON patch
 /// library does for the last segment only, so a missing parent leaves the content unchanged.
 fn set_at(content: &mut Value, path: &[String], value: Value, add: bool) {
@@ -529,22 +547,9 @@ fn set_at(content: &mut Value, path: &[String], value: Value, add: bool) {
         *content = value;
         return;
     };
-    let mut node = content;
-    for seg in parents {
-        node = match node {
-            Value::Map(entries) => {
-                match entries.iter_mut().find(|(k, _)| k.as_str() == Some(seg)) {
-                    Some((_, v)) => v,
-                    None => return,
-                }
-            }
-            Value::Seq(items) => match index_of(seg).and_then(|i| items.get_mut(i)) {
-                Some(v) => v,
-                None => return,
-            },
-            _ => return,
-        };
-    }
+    let Some(node) = parent_at(content, parents) else {
+        return;
+    };
     match node {
         Value::Map(entries) => match entries.iter_mut().find(|(k, _)| k.as_str() == Some(last)) {
             Some((_, v)) => *v = value,
@@ -569,22 +574,9 @@ fn remove_at(content: &mut Value, path: &[String]) {
     let Some((last, parents)) = path.split_last() else {
         return;
     };
-    let mut node = content;
-    for seg in parents {
-        node = match node {
-            Value::Map(entries) => {
-                match entries.iter_mut().find(|(k, _)| k.as_str() == Some(seg)) {
-                    Some((_, v)) => v,
-                    None => return,
-                }
-            }
-            Value::Seq(items) => match index_of(seg).and_then(|i| items.get_mut(i)) {
-                Some(v) => v,
-                None => return,
-            },
-            _ => return,
-        };
-    }
+    let Some(node) = parent_at(content, parents) else {
+        return;
+    };
     match node {
         Value::Map(entries) => entries.retain(|(k, _)| k.as_str() != Some(last)),
         Value::Seq(items) => {

@@ -845,3 +845,30 @@ pub fn rule_findings(root: &Path, rule: &str) -> (i32, Vec<Value>) {
         .collect();
     (run.code, findings)
 }
+
+/// Negative control of a rule: `check` on `fixtures/<case>/before` exits 0 without a `rule`
+/// finding.
+pub fn assert_no_finding_of(rule: &str, case: &str) {
+    let (code, findings) = rule_findings(&fixture(case, "before"), rule);
+    assert_eq!(code, 0, "{case}: {findings:#?}");
+    assert!(findings.is_empty(), "{case}: {findings:#?}");
+}
+
+/// A rule that offers no fix: `fix` on `case` prints no diff and says why, `explain` prints its
+/// document (`# ID name`) and `rules` lists it.
+pub fn assert_unfixable_and_documented(rule: &str, name: &str, case: &str) {
+    let root = fixture(case, "before");
+    let fix = fluxmend(["fix", root.to_str().unwrap(), "--rule", rule]);
+    fix.assert_no_panic();
+    assert_eq!(fix.stdout, "", "no diff: {}", fix.stderr);
+    assert!(fix.stderr.contains("no fix: "), "{}", fix.stderr);
+    let explain = fluxmend(["explain", rule]);
+    assert_eq!(explain.code, 0);
+    assert!(
+        explain.stdout.contains(&format!("# {rule} {name}")),
+        "{}",
+        explain.stdout
+    );
+    let rules = fluxmend(["rules"]);
+    assert!(rules.stdout.contains(rule), "{}", rules.stdout);
+}
