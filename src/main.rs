@@ -432,17 +432,33 @@ fn select_rules(
     Ok(left)
 }
 
+/// The rules' findings as the configuration and the suppressions leave them, those suppressed,
+/// and every diagnostic of the run: the configuration's, the model's and the suppressions'.
+fn findings_and_diagnostics(
+    model: &Model,
+    rules: &[String],
+    strategy: fluxmend::rules::Strategy,
+    config: fluxmend::config::Config,
+) -> (
+    Vec<fluxmend::rules::Finding>,
+    Vec<fluxmend::rules::suppress::Suppressed>,
+    Vec<fluxmend::diagnostics::Diagnostic>,
+) {
+    let mut findings = fluxmend::rules::run_with(model, rules, strategy);
+    config.apply_severity(&mut findings);
+    let outcome = fluxmend::rules::suppress::apply(model, findings, rules);
+    let mut diagnostics = config.diagnostics;
+    diagnostics.extend(model.all_diagnostics());
+    diagnostics.extend(outcome.diagnostics);
+    (outcome.findings, outcome.suppressed, diagnostics)
+}
+
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options, config) = load(&args.repo)?;
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
     let model = build_model(&repo, &options)?;
-    let mut findings = fluxmend::rules::run(&model, &rules);
-    config.apply_severity(&mut findings);
-    let outcome = fluxmend::rules::suppress::apply(&model, findings, &rules);
-    let (findings, suppressed) = (outcome.findings, outcome.suppressed);
-    let mut diagnostics = config.diagnostics;
-    diagnostics.extend(model.all_diagnostics());
-    diagnostics.extend(outcome.diagnostics);
+    let (findings, suppressed, diagnostics) =
+        findings_and_diagnostics(&model, &rules, Default::default(), config);
     let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
     // Code scanning and CI annotations resolve paths against the checkout.
     let checkout_prefix = || match fluxmend::emit::apply::work_tree_prefix(&repo.root) {
@@ -557,13 +573,8 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
     };
-    let mut findings = fluxmend::rules::run_with(&model, &rules, strategy);
-    config.apply_severity(&mut findings);
-    let outcome = fluxmend::rules::suppress::apply(&model, findings, &rules);
-    let (findings, suppressed) = (outcome.findings, outcome.suppressed);
-    let mut diagnostics = config.diagnostics;
-    diagnostics.extend(model.all_diagnostics());
-    diagnostics.extend(outcome.diagnostics);
+    let (findings, suppressed, diagnostics) =
+        findings_and_diagnostics(&model, &rules, strategy, config);
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
     let plan =
