@@ -8,6 +8,8 @@
 //! of a directory the build reaches, and a file a reached kustomization names (resources,
 //! components, patches, replacements, transformers, generators).
 
+use std::collections::BTreeSet;
+
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::diagnostics::{Diagnostic, Severity};
@@ -22,6 +24,19 @@ fn is_below(path: &str, dir: &str) -> bool {
         || path
             .strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The directories of `sorted` strictly below `dir` (all of them below the root).
+fn below<'a>(sorted: &'a BTreeSet<String>, dir: &str) -> impl Iterator<Item = &'a String> {
+    let (from, to) = if dir.is_empty() {
+        (String::new(), None)
+    } else {
+        // `0` is the character after `/`: the range holds exactly the paths under `dir/`.
+        (format!("{dir}/"), Some(format!("{dir}0")))
+    };
+    sorted
+        .range(from..)
+        .take_while(move |d| to.as_ref().is_none_or(|t| *d < t))
 }
 
 /// The paths (relative to the repository root) live layers read, and the directories whose
@@ -51,6 +66,9 @@ impl LiveFiles {
                 .map(|p| parent_of(p).to_string())
                 .collect(),
         };
+        // Sorted, so that the directories below one are a range: a fleet has thousands of
+        // generated layer paths and tens of thousands of kustomization directories.
+        let sorted_kustomize_dirs: BTreeSet<String> = live.kustomize_dirs.iter().cloned().collect();
         for (f, file) in repo.files.iter().enumerate() {
             if !model.users_of_file(f).is_empty() {
                 live.files.insert(file.path.clone());
@@ -67,9 +85,7 @@ impl LiveFiles {
                     live.generated_dirs.insert(variant.dir.clone());
                     // The directories the generator lists as resources: the topmost ones below
                     // with a kustomization file.
-                    let nested: Vec<String> = live
-                        .kustomize_dirs
-                        .iter()
+                    let nested: Vec<String> = below(&sorted_kustomize_dirs, &variant.dir)
                         .filter(|k| {
                             live.nearest_stop(parent_of(k), &variant.dir) == Some(&variant.dir)
                                 && is_below(k, &variant.dir)
