@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{
-    TempRepo, assert_fix_writes_after_tree, differing_paths, fix_runs, fixture, fluxmend, git,
-    git_repo_with, kubectl_kustomize, strip_protection, tree,
+    TempRepo, assert_fix_writes_after_tree, differing_paths, first_finding_and_fix, fix_runs,
+    fixture, fluxmend, git, git_repo_with, kubectl_kustomize, strip_protection, tree,
 };
 
 const CASES: &[&str] = &[
@@ -315,22 +315,9 @@ fn a_flux_instance_helm_release_is_found_too() {
 #[test]
 fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
     let fix_description = |root: &Path| {
-        let report = fluxmend([
-            "fix",
-            root.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rule",
-            "FM001",
-        ])
-        .json();
-        let finding = &report["findings"][0];
-        assert_eq!(finding["rule"], "FM001", "{report}");
-        assert_eq!(finding["layer"]["name"], "flux-instance", "{report}");
-        finding["fix"]["description"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+        let (finding, description) = first_finding_and_fix(root, "FM001");
+        assert_eq!(finding["layer"]["name"], "flux-instance", "{finding}");
+        description
     };
     let dedicated = fix_description(&fixture("fm001-app-folder", "before"));
     assert!(
@@ -356,19 +343,9 @@ fn app_folder_companions_are_the_instances_and_a_workload_is_not() {
 #[test]
 fn carried_settings_and_what_is_not_carried_are_said() {
     let description = |root: &Path| {
-        let report = fluxmend([
-            "fix",
-            root.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rule",
-            "FM001",
-        ])
-        .json();
-        report["findings"][0]["fix"]["description"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a fix: {report}"))
-            .to_string()
+        let (finding, description) = first_finding_and_fix(root, "FM001");
+        assert!(!description.is_empty(), "a fix: {finding}");
+        description
     };
     let with_overlay = description(&fixture("fm001-carried-settings", "before"));
     assert!(

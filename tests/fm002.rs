@@ -13,8 +13,8 @@ use std::ops::Deref;
 use std::path::Path;
 
 use common::{
-    Run, TempRepo, assert_fix_writes_after_tree, command_args, fix_runs, fixture, fluxmend,
-    kubectl_kustomize, strip_protection,
+    Run, TempRepo, assert_fix_writes_after_tree, command_args, first_finding_and_fix, fix_runs,
+    fixture, fluxmend, kubectl_kustomize, strip_protection,
 };
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ObjectKey};
@@ -1146,11 +1146,9 @@ fn a_component_that_adds_objects_is_not_carried() {
 fn an_overlay_patch_of_the_old_layer_is_named_as_not_carried() {
     let repo = TempRepo::copy_of(&fixture("fm002-components", "phase1"));
     let description = |repo: &TempRepo| {
-        let report = fluxmend(["fix", repo.path().to_str().unwrap(), "--format", "json"]).json();
-        report["findings"][0]["fix"]["description"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a fix: {report}"))
-            .to_string()
+        let (finding, description) = first_finding_and_fix(repo.path(), "FM002");
+        assert!(!description.is_empty(), "a fix: {finding}");
+        description
     };
     repo.write(
         "clusters/lab/kustomization.yaml",

@@ -872,3 +872,24 @@ pub fn assert_unfixable_and_documented(rule: &str, name: &str, case: &str) {
     let rules = fluxmend(["rules"]);
     assert!(rules.stdout.contains(rule), "{}", rules.stdout);
 }
+
+/// The first finding of `fix PATH --format json --rule RULE`, and the description of its fix
+/// (empty when it has none).
+pub fn first_finding_and_fix(root: &Path, rule: &str) -> (Value, String) {
+    let report = fluxmend([
+        "fix",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+        "--rule",
+        rule,
+    ])
+    .json();
+    let finding = report["findings"][0].clone();
+    assert_eq!(finding["rule"], rule, "{report}");
+    let description = finding["fix"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (finding, description)
+}
