@@ -5,6 +5,7 @@
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::FileId;
+use crate::model::patch::{PatchBody, Selector};
 use crate::model::{LayerId, LayerRef, Model, Name, ObjectKey};
 use crate::parse::{NodeId, NodeKind, ScalarStyle, Value, YamlFile};
 
@@ -41,7 +42,7 @@ impl Rule for MultiIdentityVerify {
             if !file.yaml.text.contains(LIST) || !model.is_live_file(&file.path) {
                 continue;
             }
-            for mut site in sites(&file.yaml, None) {
+            for mut site in sites(&file.yaml, None, |n| object_at(model, file_id, n)) {
                 if model.is_patch_file(file_id) {
                     site.place = "set by a kustomize patch".into();
                 }
@@ -50,14 +51,15 @@ impl Rule for MultiIdentityVerify {
             // Patches written as strings (`patch: |`): a FluxInstance's `spec.kustomize.patches`,
             // a Flux Kustomization's `spec.patches`, a kustomization file's `patches`.
             for (key, value) in patch_strings(&file.yaml) {
-                let Some(embedded) = Embedded::of(&file.yaml, value) else {
+                let Some(embedded) = edit::BlockDocument::of(&file.yaml, value) else {
                     continue;
                 };
                 let inner = &embedded.yaml;
                 if !inner.text.contains(LIST) {
                     continue;
                 }
-                for site in sites(inner, Some((&file.yaml, key))) {
+                let target = patch_target(&file.yaml, key, inner);
+                for site in sites(inner, Some((&file.yaml, key)), |_| target.clone()) {
                     findings.extend(describe_embedded(model, file_id, &embedded, &site));
                 }
             }
@@ -80,8 +82,13 @@ struct Site {
 
 /// Every `matchOIDCIdentity` list of more than one entry in `yaml` whose verify block is not
 /// another provider's; a JSON6902 operation whose `path` ends in `/matchOIDCIdentity` counts.
-/// `outer` is the file and `patch` key of an embedded patch (for its target).
-fn sites(yaml: &YamlFile, outer: Option<(&YamlFile, NodeId)>) -> Vec<Site> {
+/// `outer` is the file and `patch` key of an embedded patch; `owner` names the object of a
+/// mapping of `yaml`.
+fn sites(
+    yaml: &YamlFile,
+    outer: Option<(&YamlFile, NodeId)>,
+    owner: impl Fn(NodeId) -> Option<ObjectKey>,
+) -> Vec<Site> {
     let mut out = Vec::new();
     for id in yaml.node_ids() {
         let NodeKind::Mapping { entries, .. } = yaml.node(id).kind else {
@@ -119,7 +126,7 @@ fn sites(yaml: &YamlFile, outer: Option<(&YamlFile, NodeId)>) -> Vec<Site> {
         out.push(Site {
             list,
             place,
-            object: owner(yaml, id, outer),
+            object: owner(id),
             entries: identities(yaml, list),
         });
     }
@@ -195,54 +202,40 @@ fn identities(yaml: &YamlFile, list: NodeId) -> Option<Vec<(String, String)>> {
         .collect()
 }
 
-/// The object a verify block belongs to: the document's own `kind`/`metadata.name` (a source
-/// object or a strategic-merge patch of one), else the `target` beside an embedded patch.
-fn owner(yaml: &YamlFile, node: NodeId, outer: Option<(&YamlFile, NodeId)>) -> Option<ObjectKey> {
-    let doc = yaml.docs.iter().rev().find(|d| {
-        let span = yaml.node(d.root).span;
-        span.start <= yaml.node(node).span.start
-    })?;
-    let text = |y: &YamlFile, from: NodeId, keys: &[&str]| {
-        y.lookup(from, keys)
-            .and_then(|n| y.scalar(n))
-            .map(str::to_string)
-    };
-    if let (Some(kind), Some(name)) = (
-        text(yaml, doc.root, &["kind"]),
-        text(yaml, doc.root, &["metadata", "name"]),
-    ) {
-        return Some(ObjectKey {
-            api_version: Name::from(
-                text(yaml, doc.root, &["apiVersion"])
-                    .unwrap_or_default()
-                    .as_str(),
-            ),
-            kind: Name::from(kind.as_str()),
-            namespace: text(yaml, doc.root, &["metadata", "namespace"])
-                .map(|n| Name::from(n.as_str())),
-            name: Name::from(name.as_str()),
-        });
-    }
-    let (file, patch_key) = outer?;
+/// The object an embedded patch edits: its `target`, or the object a strategic-merge patch
+/// names itself; `None` when that is not one object by kind and name.
+fn patch_target(file: &YamlFile, patch_key: NodeId, inner: &YamlFile) -> Option<ObjectKey> {
     let target = file
         .node_ids()
         .find(|&m| file.entries(m).iter().any(|&(k, _)| k == patch_key))
-        .and_then(|map| file.lookup(map, &["target"]))?;
-    let group = text(file, target, &["group"]).unwrap_or_default();
-    let version = text(file, target, &["version"]).unwrap_or_default();
+        .and_then(|map| file.lookup(map, &["target"]))
+        .and_then(|t| file.value(t).ok())
+        .map(|t| Selector::from_value(&t))
+        .or_else(|| PatchBody::parse(&inner.text).ok()?.implicit_target())?;
+    let api_version = match (&target.group, &target.version) {
+        (Some(g), Some(v)) => format!("{g}/{v}"),
+        (Some(g), None) => g.clone(),
+        (None, v) => v.clone().unwrap_or_default(),
+    };
     Some(ObjectKey {
-        api_version: Name::from(
-            match (group.is_empty(), version.is_empty()) {
-                (true, _) => version,
-                (false, true) => group,
-                (false, false) => format!("{group}/{version}"),
-            }
-            .as_str(),
-        ),
-        kind: Name::from(text(file, target, &["kind"])?.as_str()),
-        namespace: text(file, target, &["namespace"]).map(|n| Name::from(n.as_str())),
-        name: Name::from(text(file, target, &["name"])?.as_str()),
+        api_version: Name::from(api_version.as_str()),
+        kind: Name::from(target.kind?.as_str()),
+        namespace: target.namespace.map(|n| Name::from(n.as_str())),
+        name: Name::from(target.name?.as_str()),
     })
+}
+
+/// The object of the file whose document holds `node` (a source object, or a strategic-merge
+/// patch file's document, which the model reads as an object too).
+fn object_at(model: &Model, file: FileId, node: NodeId) -> Option<ObjectKey> {
+    let yaml = &model.repo.file(file).yaml;
+    let start = yaml.node(node).span.start;
+    let doc = yaml.docs.iter().rposition(|d| d.region.start <= start)?;
+    model
+        .objects_in(file)
+        .map(|o| model.object(o))
+        .find(|o| o.doc == doc)
+        .map(|o| o.key.clone())
 }
 
 /// Every `patch:` entry whose value is a block scalar: (key node, value node).
@@ -267,98 +260,6 @@ fn patch_strings(yaml: &YamlFile) -> Vec<(NodeId, NodeId)> {
         }
     }
     out
-}
-
-/// A YAML document written as a literal block scalar of another file, with the map from its
-/// bytes back to the file's: every content line is the file's line less a fixed indentation.
-struct Embedded {
-    yaml: YamlFile,
-    /// The block scalar in the outer file.
-    scalar: NodeId,
-    /// Where each content line starts in the outer file.
-    outer_lines: Vec<usize>,
-    indent: usize,
-    /// The outer `patch` key's line (1-based).
-    line: usize,
-}
-
-impl Embedded {
-    /// `None` when the scalar's lines do not map back byte for byte (a fix there is refused by
-    /// the site having no `Embedded`; such patches are still checked through their value).
-    fn of(outer: &YamlFile, scalar: NodeId) -> Option<Embedded> {
-        let content = outer.scalar(scalar)?;
-        let span = outer.node(scalar).span;
-        let text = &outer.text;
-        // The content starts on the line after the `|` indicator.
-        let first = text[span.start..].find('\n').map(|i| span.start + i + 1)?;
-        let body = &text[first..span.end.max(first)];
-        let indent = body
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| l.len() - l.trim_start_matches(' ').len())?;
-        let mut outer_lines = Vec::new();
-        let mut at = first;
-        for line in content.strip_suffix('\n').unwrap_or(content).split('\n') {
-            if at > text.len() {
-                return None;
-            }
-            let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-            let raw = text[at..end].strip_suffix('\r').unwrap_or(&text[at..end]);
-            let same = if line.is_empty() {
-                raw.trim().is_empty()
-            } else {
-                raw.len() >= indent && raw[..indent].trim().is_empty() && &raw[indent..] == line
-            };
-            if !same {
-                return None;
-            }
-            outer_lines.push(at);
-            at = end + 1;
-        }
-        let (yaml, error) = YamlFile::parse(content);
-        if error.is_some() {
-            return None;
-        }
-        Some(Embedded {
-            yaml,
-            scalar,
-            outer_lines,
-            indent,
-            line: outer.line_of(span.start),
-        })
-    }
-
-    /// The outer byte of an inner byte (on a content line: edits never end past the content).
-    fn outer(&self, inner: usize) -> Option<usize> {
-        let line = self.yaml.line_of(inner) - 1;
-        let column = inner - self.yaml.line_start(inner);
-        Some(self.outer_lines.get(line)? + self.indent + column)
-    }
-
-    /// An edit of the inner text as an edit of the outer file: the whole block scalar replaced
-    /// by its text with the edit made in it (offsets mapped, every new line indented like the
-    /// block), so that the YAML gate checks the scalar's new value as a replacement.
-    fn lift(&self, outer: &YamlFile, edit: TextEdit) -> Result<TextEdit, String> {
-        let pad = format!("\n{}", " ".repeat(self.indent));
-        let outside = || "the edit falls outside the patch text".to_string();
-        let span = outer.node(self.scalar).span;
-        let start = self.outer(edit.start).ok_or_else(outside)?;
-        let end = self.outer(edit.end).ok_or_else(outside)?;
-        if start < span.start || end > span.end {
-            return Err(outside());
-        }
-        let text = &outer.text;
-        Ok(TextEdit {
-            start: span.start,
-            end: span.end,
-            text: format!(
-                "{}{}{}",
-                &text[span.start..start],
-                edit.text.replace('\n', &pad),
-                &text[end..span.end]
-            ),
-        })
-    }
 }
 
 /// `(?:a)|(?:b)` for several distinct patterns (`^(?:a|b)$` when each is anchored at both ends
@@ -750,7 +651,7 @@ fn describe(model: &Model, file: FileId, site: &Site) -> Vec<Finding> {
 fn describe_embedded(
     model: &Model,
     file: FileId,
-    embedded: &Embedded,
+    embedded: &edit::BlockDocument,
     site: &Site,
 ) -> Vec<Finding> {
     let source = model.repo.file(file);
