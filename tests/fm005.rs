@@ -157,3 +157,29 @@ fn a_layer_document_another_cluster_patches_is_not_edited() {
     assert!(staging.contains("wait: false"), "{staging}");
     assert!(production.contains("wait: true"), "{production}");
 }
+
+/// Only a patch that may select the layer and writes `wait` or `healthChecks` silences the rule:
+/// staging's patch retargeted at another layer leaves `apps` as written in both clusters, so
+/// both report it and the shared document gets its fix.
+#[test]
+fn a_patch_of_another_layer_does_not_hide_the_finding() {
+    let repo = TempRepo::copy_of(&fixture("fm005-shared-base", "before"));
+    let staging = repo
+        .read("clusters/staging/kustomization.yaml")
+        .replace("      name: apps\n", "      name: infra\n");
+    repo.write("clusters/staging/kustomization.yaml", staging);
+    let (_, findings) = rule_findings(repo.path(), "FM005");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let cluster = findings[0]["cluster"].as_str().unwrap();
+    assert!(
+        cluster.contains("./clusters/production") && cluster.contains("./clusters/staging"),
+        "{cluster}"
+    );
+    let fix = fluxmend(["fix", repo.path().to_str().unwrap(), "--rule", "FM005"]);
+    assert!(
+        fix.stdout.contains("-  healthChecks:"),
+        "{}\n{}",
+        fix.stdout,
+        fix.stderr
+    );
+}

@@ -193,12 +193,24 @@ pub(super) fn patch_only_files(model: &Model) -> HashSet<FileId> {
         .collect()
 }
 
+/// A patch kustomize applies on the way an object is rendered.
+#[derive(Clone, Debug)]
+pub struct PatchOnTheWay {
+    /// The file the patch is written in (a patch file, or the kustomization file for an
+    /// inline patch).
+    pub file: String,
+    /// Its `target`, when the entry has one.
+    pub target: Option<crate::parse::Value>,
+    /// The patch's text (strategic merge or JSON6902).
+    pub body: String,
+}
+
 impl Model<'_> {
     /// Every patch kustomize applies on the way `r` is rendered (the `patches`,
     /// `patchesStrategicMerge` and `patchesJson6902` entries of each kustomization file in its
-    /// chain), as (file it is written in, its text): what can change the object after the
-    /// document the model reads, so a rule that trusts a field there can tell when it cannot.
-    pub fn patches_on_the_way(&self, r: &Rendered) -> Vec<(String, String)> {
+    /// chain): what can change the object after the document the model reads, so a rule that
+    /// trusts a field there can tell when it cannot.
+    pub fn patches_on_the_way(&self, r: &Rendered) -> Vec<PatchOnTheWay> {
         let mut out = Vec::new();
         for &file in &r.chain {
             let source = self.repo.file(file);
@@ -212,20 +224,27 @@ impl Model<'_> {
                     continue;
                 };
                 for &item in yaml.items(list) {
+                    let target = yaml
+                        .lookup(item, &["target"])
+                        .and_then(|t| yaml.value(t).ok());
+                    let inline = yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n));
                     let path = yaml
-                        .scalar(item)
-                        .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)));
-                    match path.and_then(|p| join(dir, p)) {
-                        Some(path) => {
-                            if let Some(id) = self.repo.file_id(&path) {
-                                out.push((path, self.repo.file(id).yaml.text.to_string()));
-                            }
-                        }
-                        None => out.push((
-                            source.path.clone(),
-                            yaml.slice(yaml.node(item).span).to_string(),
-                        )),
-                    }
+                        .lookup(item, &["path"])
+                        .and_then(|n| yaml.scalar(n))
+                        .or_else(|| yaml.scalar(item).filter(|_| *field != "patches"));
+                    let (file, body) = match (inline, path.and_then(|p| join(dir, p))) {
+                        (Some(text), _) => (source.path.clone(), text.to_string()),
+                        (None, Some(path)) => match self.repo.file_id(&path) {
+                            Some(id) => (path, self.repo.file(id).yaml.text.to_string()),
+                            None => continue,
+                        },
+                        // `patchesStrategicMerge` may hold the patch itself as a string.
+                        (None, None) => match yaml.scalar(item) {
+                            Some(text) => (source.path.clone(), text.to_string()),
+                            None => continue,
+                        },
+                    };
+                    out.push(PatchOnTheWay { file, target, body });
                 }
             }
         }

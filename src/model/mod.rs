@@ -22,8 +22,8 @@ pub use instance::{
     distribution_source,
 };
 pub use kustomize::{
-    KUSTOMIZATION_FILE_NAMES, KustomizeDir, RefTarget, Rendered, Renderer, ResourceRef,
-    display_dir, is_namespaced,
+    KUSTOMIZATION_FILE_NAMES, KustomizeDir, PatchOnTheWay, RefTarget, Rendered, Renderer,
+    ResourceRef, display_dir, is_namespaced,
 };
 pub use objects::{Name, Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize};

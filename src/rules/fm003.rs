@@ -556,7 +556,7 @@ fn reading_layers(model: &Model, file: FileId) -> Vec<LayerId> {
             .live_layers()
             .filter(|(_, l)| {
                 l.inventory()
-                    .any(|(_, r)| model.patches_on_the_way(r).iter().any(|(p, _)| p == path))
+                    .any(|(_, r)| model.patches_on_the_way(r).iter().any(|p| p.file == *path))
             })
             .map(|(id, _)| id)
             .collect();

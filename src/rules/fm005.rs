@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
+use crate::model::patch::{Labels, PatchBody, Selection, Selector, fields_overlap};
 use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey};
+use crate::parse::Value;
 
 use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural};
 
@@ -55,25 +57,77 @@ impl Rule for HealthChecksIgnored {
 
 /// Whether a patch on the way this layer's Flux Kustomization is rendered (a kustomize patch in
 /// its parent's build, or the parent's `spec.patches`) may set its `wait` or `healthChecks`:
-/// the document then does not say what Flux runs, and the rule stays silent.
+/// the document then does not say what Flux runs, and the rule stays silent. A patch that does
+/// not parse, or whose target the model cannot decide, may.
 fn patched(model: &Model, layer: &Layer) -> bool {
     let (Some(object), Some(parent)) = (layer.object, layer.applied_by) else {
         return false;
     };
+    let obj = model.object(object);
+    let key = &obj.key;
+    let metadata = |field: &str| -> Labels {
+        let yaml = &model.repo.file(obj.file).yaml;
+        let Some(Value::Map(entries)) = yaml
+            .lookup(obj.root, &["metadata", field])
+            .and_then(|n| yaml.value(n).ok())
+        else {
+            return Labels::new();
+        };
+        entries
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str().map(str::to_string))))
+            .collect()
+    };
+    let (labels, annotations) = (metadata("labels"), metadata("annotations"));
     let parent = model.layer(parent);
-    let touches = |text: &str| text.contains("wait") || text.contains("healthChecks");
     let in_build = parent
         .inventory()
         .filter(|(_, r)| r.object == object)
         .flat_map(|(_, r)| model.patches_on_the_way(r))
-        .any(|(_, text)| touches(&text));
-    let in_spec = parent.object.is_some_and(|o| {
-        let obj = model.object(o);
-        let yaml = &model.repo.file(obj.file).yaml;
-        yaml.lookup(obj.root, &["spec", "patches"])
-            .is_some_and(|p| touches(yaml.slice(yaml.node(p).span)))
-    });
-    in_build || in_spec
+        .map(|p| (p.target, p.body))
+        .collect::<Vec<_>>();
+    let in_spec = parent
+        .object
+        .map(|o| {
+            let obj = model.object(o);
+            let yaml = &model.repo.file(obj.file).yaml;
+            yaml.lookup(obj.root, &["spec", "patches"])
+                .map_or(&[][..], |l| yaml.items(l))
+                .iter()
+                .map(|&item| {
+                    let target = yaml
+                        .lookup(item, &["target"])
+                        .and_then(|t| yaml.value(t).ok());
+                    let body = yaml
+                        .lookup(item, &["patch"])
+                        .and_then(|n| yaml.scalar(n))
+                        .unwrap_or_default()
+                        .to_string();
+                    (target, body)
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let gate: [&[String]; 2] = [
+        &["spec".to_string(), "wait".to_string()],
+        &["spec".to_string(), "healthChecks".to_string()],
+    ];
+    in_build.into_iter().chain(in_spec).any(|(target, body)| {
+        let Ok(body) = PatchBody::parse(&body) else {
+            return true;
+        };
+        let selector = match &target {
+            Some(t) => Some(Selector::from_value(t)),
+            None => body.implicit_target(),
+        };
+        let selects =
+            selector.is_none_or(|s| s.selects(key, &labels, &annotations) != Selection::No);
+        selects
+            && body
+                .fields()
+                .iter()
+                .any(|f| gate.iter().any(|g| fields_overlap(f, g)))
+    })
 }
 
 fn describe(
