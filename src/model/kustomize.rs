@@ -203,6 +203,21 @@ pub struct PatchOnTheWay {
     pub target: Option<crate::parse::Value>,
     /// The patch's text (strategic merge or JSON6902).
     pub body: String,
+    /// Where the entry is written: the kustomization file and the entry's line.
+    pub entry: (String, usize),
+}
+
+impl PatchOnTheWay {
+    /// The selector of the objects it patches: its `target`, or the object a strategic-merge
+    /// patch names itself; `None` when the body does not parse.
+    pub fn selector(&self) -> Option<super::patch::Selector> {
+        match &self.target {
+            Some(t) => Some(super::patch::Selector::from_value(t)),
+            None => super::patch::PatchBody::parse(&self.body)
+                .ok()?
+                .implicit_target(),
+        }
+    }
 }
 
 impl Model<'_> {
@@ -244,11 +259,49 @@ impl Model<'_> {
                             None => continue,
                         },
                     };
-                    out.push(PatchOnTheWay { file, target, body });
+                    let entry = (
+                        source.path.clone(),
+                        yaml.line_of(yaml.node(item).span.start),
+                    );
+                    out.push(PatchOnTheWay {
+                        file,
+                        target,
+                        body,
+                        entry,
+                    });
                 }
             }
         }
         out
+    }
+
+    /// The `spec.patches` of a Flux Kustomization: Flux applies them to everything its build
+    /// renders, after the kustomize patches.
+    pub fn layer_patches(&self, layer: &super::Layer) -> Vec<PatchOnTheWay> {
+        let Some(obj) = layer.object.map(|o| self.object(o)) else {
+            return Vec::new();
+        };
+        let source = self.repo.file(obj.file);
+        let yaml = &source.yaml;
+        yaml.lookup(obj.root, &["spec", "patches"])
+            .map_or(&[][..], |l| yaml.items(l))
+            .iter()
+            .map(|&item| PatchOnTheWay {
+                file: source.path.clone(),
+                target: yaml
+                    .lookup(item, &["target"])
+                    .and_then(|t| yaml.value(t).ok()),
+                body: yaml
+                    .lookup(item, &["patch"])
+                    .and_then(|n| yaml.scalar(n))
+                    .unwrap_or_default()
+                    .to_string(),
+                entry: (
+                    source.path.clone(),
+                    yaml.line_of(yaml.node(item).span.start),
+                ),
+            })
+            .collect()
     }
 }
 

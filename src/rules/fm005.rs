@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
-use crate::model::patch::{Labels, PatchBody, Selection, Selector, fields_overlap};
+use crate::model::patch::{Labels, PatchBody, Selection, fields_overlap};
 use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey};
 use crate::parse::Value;
 
@@ -80,48 +80,22 @@ fn patched(model: &Model, layer: &Layer) -> bool {
     };
     let (labels, annotations) = (metadata("labels"), metadata("annotations"));
     let parent = model.layer(parent);
-    let in_build = parent
+    let patches = parent
         .inventory()
         .filter(|(_, r)| r.object == object)
         .flat_map(|(_, r)| model.patches_on_the_way(r))
-        .map(|p| (p.target, p.body))
-        .collect::<Vec<_>>();
-    let in_spec = parent
-        .object
-        .map(|o| {
-            let obj = model.object(o);
-            let yaml = &model.repo.file(obj.file).yaml;
-            yaml.lookup(obj.root, &["spec", "patches"])
-                .map_or(&[][..], |l| yaml.items(l))
-                .iter()
-                .map(|&item| {
-                    let target = yaml
-                        .lookup(item, &["target"])
-                        .and_then(|t| yaml.value(t).ok());
-                    let body = yaml
-                        .lookup(item, &["patch"])
-                        .and_then(|n| yaml.scalar(n))
-                        .unwrap_or_default()
-                        .to_string();
-                    (target, body)
-                })
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
+        .chain(model.layer_patches(parent));
     let gate: [&[String]; 2] = [
         &["spec".to_string(), "wait".to_string()],
         &["spec".to_string(), "healthChecks".to_string()],
     ];
-    in_build.into_iter().chain(in_spec).any(|(target, body)| {
-        let Ok(body) = PatchBody::parse(&body) else {
+    patches.into_iter().any(|p| {
+        let Ok(body) = PatchBody::parse(&p.body) else {
             return true;
         };
-        let selector = match &target {
-            Some(t) => Some(Selector::from_value(t)),
-            None => body.implicit_target(),
-        };
-        let selects =
-            selector.is_none_or(|s| s.selects(key, &labels, &annotations) != Selection::No);
+        let selects = p
+            .selector()
+            .is_none_or(|s| s.selects(key, &labels, &annotations) != Selection::No);
         selects
             && body
                 .fields()

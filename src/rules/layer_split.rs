@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
 use crate::load::{FileId, parent_of};
-use crate::model::{Layer, Model, ObjectIdx, RefTarget, Rendered, join};
+use crate::model::{Layer, Model, ObjectIdx, RefTarget, Rendered};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 use crate::rollout::{PRUNE_DISABLED, prune_exempt};
 
@@ -525,50 +525,19 @@ fn patches_by_name(model: &Model, layer: &Layer) -> Vec<String> {
         return Vec::new();
     };
     let name = layer.id.name.as_str();
-    let names_layer = |path: &str| {
-        model.repo.file_id(path).is_some_and(|id| {
-            model.objects_in(id).any(|o| {
-                let key = &model.object(o).key;
-                key.kind == "Kustomization" && key.name == name
+    let mut out: Vec<String> = model
+        .layer(parent)
+        .inventory()
+        .filter(|(_, r)| r.object == obj)
+        .flat_map(|(_, r)| model.patches_on_the_way(r))
+        .filter(|p| {
+            p.selector().is_some_and(|s| {
+                s.kind.as_deref().is_none_or(|k| k == "Kustomization")
+                    && s.name.as_deref() == Some(name)
             })
         })
-    };
-    let mut out = Vec::new();
-    for (_, r) in model.layer(parent).inventory() {
-        if r.object != obj {
-            continue;
-        }
-        for &file in &r.chain {
-            let f = model.repo.file(file);
-            let dir = parent_of(&f.path);
-            let Some(k) = model.kustomize_dirs.get(dir) else {
-                continue;
-            };
-            for field in ["patches", "patchesStrategicMerge"] {
-                let Some(list) = f.yaml.lookup(k.root, &[field]) else {
-                    continue;
-                };
-                for &item in f.yaml.items(list) {
-                    let text = |n: Option<NodeId>| n.and_then(|n| f.yaml.scalar(n));
-                    let target = |key: &str| text(f.yaml.lookup(item, &["target", key]));
-                    let file_path = text(Some(item))
-                        .or_else(|| text(f.yaml.lookup(item, &["path"])))
-                        .and_then(|p| join(dir, p));
-                    let by_target = target("kind").is_none_or(|k| k == "Kustomization")
-                        && target("name") == Some(name);
-                    let by_file =
-                        target("name").is_none() && file_path.as_deref().is_some_and(names_layer);
-                    if by_target || by_file {
-                        out.push(format!(
-                            "{}:{}",
-                            f.path,
-                            f.yaml.line_of(f.yaml.node(item).span.start)
-                        ));
-                    }
-                }
-            }
-        }
-    }
+        .map(|p| format!("{}:{}", p.entry.0, p.entry.1))
+        .collect();
     out.sort();
     out.dedup();
     out
