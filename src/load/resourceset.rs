@@ -600,6 +600,46 @@ mod tests {
         assert!(render("<< inputs.tenant >>", None).is_err());
     }
 
+    /// One resource template, two input sets: names, a slugified label, a quoted value read
+    /// back as the string, the ResourceSet's namespace given to the Flux objects, an object
+    /// annotated `reconcile: disabled` left out, and a duplicate kept once.
+    #[test]
+    fn builds_each_template_once_per_input_set() {
+        let text = "apiVersion: fluxcd.controlplane.io/v1\nkind: ResourceSet\nmetadata:\n  name: apps\n  namespace: tenants\nspec:\n  inputs:\n    - tenant: team1\n      semver: \">=1.0.0-rc.0\"\n    - tenant: team2\n      semver: \">=2.0.0\"\n  resources:\n    - apiVersion: source.toolkit.fluxcd.io/v1\n      kind: OCIRepository\n      metadata:\n        name: << inputs.tenant >>-app\n        labels:\n          semver: << inputs.semver | slugify >>\n      spec:\n        ref:\n          semver: << inputs.semver | quote >>\n    - apiVersion: v1\n      kind: Namespace\n      metadata:\n        name: shared\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: << inputs.tenant >>-off\n        annotations:\n          fluxcd.controlplane.io/reconcile: disabled\n";
+        let (yaml, e) = YamlFile::parse(text);
+        assert!(e.is_none());
+        let rset = yaml.value(yaml.docs[0].root).unwrap();
+        let built = build(&rset, "tenants", &BTreeMap::new()).unwrap();
+        let ids: Vec<(String, String, String)> = built
+            .iter()
+            .map(|o| {
+                let s = |k: &[&str]| o.str_at(k).unwrap_or_default().to_string();
+                (
+                    s(&["kind"]),
+                    s(&["metadata", "namespace"]),
+                    s(&["metadata", "name"]),
+                )
+            })
+            .collect();
+        let id = |k: &str, ns: &str, n: &str| (k.to_string(), ns.to_string(), n.to_string());
+        assert_eq!(
+            ids,
+            [
+                id("OCIRepository", "tenants", "team1-app"),
+                id("OCIRepository", "tenants", "team2-app"),
+                id("Namespace", "", "shared"),
+            ]
+        );
+        assert_eq!(
+            built[0].str_at(&["metadata", "labels", "semver"]),
+            Some("1-0-0-rc-0")
+        );
+        assert_eq!(
+            built[0].str_at(&["spec", "ref", "semver"]),
+            Some(">=1.0.0-rc.0")
+        );
+    }
+
     #[test]
     fn slugify_matches_gosimple_slug_on_ascii() {
         assert_eq!(slugify("Hello, World!"), "hello-world");
