@@ -97,3 +97,31 @@ fn a_problem_in_a_generated_layer_is_found_and_its_fix_refused() {
     // Nothing generated is ever written: the tree on disk has no such file.
     assert!(!repo.path().join(GENERATED).exists());
 }
+
+/// The bundle shape: a `resourcesTemplate` with `range` over a list input and `if` on a boolean
+/// one generates one Flux Kustomization per item; each is a layer, with `decryption` only where
+/// the input says so.
+#[test]
+fn a_range_template_generates_one_layer_per_item() {
+    let repo = TempRepo::copy_of(&fixture("healthy-resourcesets", "before"));
+    repo.write(
+        "clusters/staging/bundles.yaml",
+        "apiVersion: fluxcd.controlplane.io/v1\nkind: ResourceSet\nmetadata:\n  name: bundles\n  namespace: flux-system\nspec:\n  inputs:\n    - bundle: addons\n      decryption: false\n      apps: [team-a, team-b]\n    - bundle: tools\n      decryption: true\n      apps: [platform-tools]\n  resourcesTemplate: |\n    <<- range $app := inputs.apps >>\n    ---\n    apiVersion: kustomize.toolkit.fluxcd.io/v1\n    kind: Kustomization\n    metadata:\n      name: << inputs.bundle >>-<< $app >>\n    spec:\n      interval: 10m\n      prune: true\n      <<- if inputs.decryption >>\n      decryption:\n        provider: sops\n      <<- end >>\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n      path: ./tenants/<< $app >>\n    <<- end >>\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let graph = repo.graph_json();
+    for name in ["addons-team-a", "addons-team-b", "tools-platform-tools"] {
+        let l = layer(&graph, "flux-system", name);
+        assert_eq!(
+            l["file"],
+            "clusters/staging/bundles.yaml#ResourceSet/flux-system/bundles"
+        );
+    }
+    let generated = fluxmend::load::Repo::load(repo.path()).unwrap();
+    let id = generated
+        .file_id("clusters/staging/bundles.yaml#ResourceSet/flux-system/bundles")
+        .unwrap();
+    let text = &generated.file(id).yaml.text;
+    assert_eq!(text.matches("provider: sops").count(), 1, "{text}");
+}

@@ -9,9 +9,11 @@
 //! ResourceSetInputProvider of the repository (its `defaultValues`), combined with the `Flatten`
 //! strategy; templates whose actions are input references piped through `default`, `quote`,
 //! `squote`, `slugify`, `lower`, `upper`, `trim`, `toString`, `int`, `replace`, `trimPrefix`,
-//! `trimSuffix`. What cannot be expanded — inputs from a cluster or a remote service, the
-//! `Permute` strategy, the generated `id`, control structures such as `if` and `range` — is a
-//! note, never an error, and nothing is generated for that ResourceSet.
+//! `trimSuffix`, with `if`/`else`/`end` and `range $x := …`/`end` (Go's truth: an unquoted
+//! `false`, `0` or `null` input, and empty values, are false). What cannot be expanded — inputs
+//! from a cluster or a remote service, the `Permute` strategy, the generated `id`, `with`,
+//! `define`, other functions — is a note, never an error, and nothing is generated for that
+//! ResourceSet.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -334,111 +336,306 @@ fn scalar(text: &str, quoted: bool) -> Value {
 }
 
 /// Render the `<< … >>` actions of a template with the input set (Go `text/template` with
-/// `<<`/`>>` delimiters, `missingkey=error`), for the subset of actions listed in the module
-/// documentation; anything else is an error naming it.
+/// `<<`/`>>` delimiters, `missingkey=error`), for the subset listed in the module documentation
+/// plus `if`/`else`/`end` and `range $x := …`/`end`; anything else is an error naming it.
 pub fn render(template: &str, inputs: Option<&Inputs>) -> Result<String, String> {
+    let tokens = tokenize(template)?;
+    let mut at = 0;
+    let nodes = parse_nodes(&tokens, &mut at, &[])?;
+    if at < tokens.len() {
+        return Err(format!("an unexpected `{}`", tokens[at].action_text()));
+    }
+    let mut env = Env {
+        inputs,
+        vars: Vec::new(),
+    };
     let mut out = String::with_capacity(template.len());
+    run(&nodes, &mut env, &mut out)?;
+    Ok(out)
+}
+
+/// A piece of a template: text, or an action (trim markers applied to the text around it).
+enum Token {
+    Text(String),
+    Action(String),
+}
+
+impl Token {
+    fn action_text(&self) -> &str {
+        match self {
+            Token::Text(t) | Token::Action(t) => t,
+        }
+    }
+
+    fn keyword(&self) -> Option<&str> {
+        match self {
+            Token::Action(a) => a.split_whitespace().next(),
+            Token::Text(_) => None,
+        }
+    }
+}
+
+fn tokenize(template: &str) -> Result<Vec<Token>, String> {
+    let mut tokens = Vec::new();
     let mut rest = template;
+    let mut trim_next = false;
     while let Some(start) = rest.find("<<") {
         let mut before = &rest[..start];
+        if trim_next {
+            before = before.trim_start();
+        }
         let after = &rest[start + 2..];
         let end = after
             .find(">>")
             .ok_or_else(|| format!("unclosed action in `{}`", clip(template)))?;
         let mut action = &after[..end];
-        let mut next = &after[end + 2..];
         if let Some(a) = action.strip_prefix('-').filter(|a| a.starts_with(' ')) {
             action = a;
             before = before.trim_end();
         }
+        trim_next = false;
         if let Some(a) = action.strip_suffix('-').filter(|a| a.ends_with(' ')) {
             action = a;
-            next = next.trim_start();
+            trim_next = true;
         }
-        out.push_str(before);
-        out.push_str(&evaluate(action.trim(), inputs)?);
-        rest = next;
+        tokens.push(Token::Text(before.to_string()));
+        tokens.push(Token::Action(action.trim().to_string()));
+        rest = &after[end + 2..];
     }
-    out.push_str(rest);
-    Ok(out)
+    tokens.push(Token::Text(if trim_next {
+        rest.trim_start().to_string()
+    } else {
+        rest.to_string()
+    }));
+    Ok(tokens)
+}
+
+enum Node {
+    Text(String),
+    Value(String),
+    If(String, Vec<Node>, Vec<Node>),
+    /// `range $var := pipeline`.
+    Range(String, String, Vec<Node>),
+}
+
+/// Nodes up to one of the keywords in `stop` (left at `at`), or the end.
+fn parse_nodes(tokens: &[Token], at: &mut usize, stop: &[&str]) -> Result<Vec<Node>, String> {
+    let mut nodes = Vec::new();
+    while let Some(token) = tokens.get(*at) {
+        let keyword = token.keyword();
+        if keyword.is_some_and(|k| stop.contains(&k)) {
+            return Ok(nodes);
+        }
+        *at += 1;
+        match (token, keyword) {
+            (Token::Text(t), _) => nodes.push(Node::Text(t.clone())),
+            (Token::Action(a), Some("if")) => {
+                let then = parse_nodes(tokens, at, &["else", "end"])?;
+                let mut otherwise = Vec::new();
+                if tokens.get(*at).and_then(Token::keyword) == Some("else") {
+                    if tokens[*at].action_text() != "else" {
+                        return Err(format!("the template uses `{}`", tokens[*at].action_text()));
+                    }
+                    *at += 1;
+                    otherwise = parse_nodes(tokens, at, &["end"])?;
+                }
+                end(tokens, at)?;
+                nodes.push(Node::If(
+                    a["if".len()..].trim().to_string(),
+                    then,
+                    otherwise,
+                ));
+            }
+            (Token::Action(a), Some("range")) => {
+                let spec = a["range".len()..].trim();
+                let (var, expr) = spec
+                    .split_once(":=")
+                    .map(|(v, e)| (v.trim(), e.trim()))
+                    .filter(|(v, _)| v.starts_with('$') && !v.contains(','))
+                    .ok_or_else(|| {
+                        format!("the template uses `range {spec}` (only `range $x := …`)")
+                    })?;
+                let body = parse_nodes(tokens, at, &["end", "else"])?;
+                end(tokens, at)?;
+                nodes.push(Node::Range(var.to_string(), expr.to_string(), body));
+            }
+            (Token::Action(a), Some(k))
+                if matches!(
+                    k,
+                    "with"
+                        | "define"
+                        | "template"
+                        | "block"
+                        | "break"
+                        | "continue"
+                        | "else"
+                        | "end"
+                ) || a.starts_with("/*") =>
+            {
+                return Err(format!("the template uses `{k}`"));
+            }
+            (Token::Action(a), _) => nodes.push(Node::Value(a.clone())),
+        }
+    }
+    Ok(nodes)
+}
+
+fn end(tokens: &[Token], at: &mut usize) -> Result<(), String> {
+    match tokens.get(*at) {
+        Some(t) if t.action_text() == "end" => {
+            *at += 1;
+            Ok(())
+        }
+        Some(t) => Err(format!("the template uses `{}`", t.action_text())),
+        None => Err("an `if` or `range` without its `end`".into()),
+    }
+}
+
+/// The input set and the `range` variables in scope.
+struct Env<'a> {
+    inputs: Option<&'a Inputs>,
+    vars: Vec<(String, Value)>,
+}
+
+fn run(nodes: &[Node], env: &mut Env, out: &mut String) -> Result<(), String> {
+    for node in nodes {
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Value(action) => match evaluate(action, env)? {
+                Value::Str(s, _) => out.push_str(&s),
+                Value::Null => {}
+                _ => return Err(format!("`<< {action} >>` is not a scalar")),
+            },
+            Node::If(cond, then, otherwise) => {
+                let branch = if truthy(&evaluate(cond, env)?) {
+                    then
+                } else {
+                    otherwise
+                };
+                run(branch, env, out)?;
+            }
+            Node::Range(var, expr, body) => {
+                let items = match evaluate(expr, env)? {
+                    Value::Seq(items) => items,
+                    Value::Map(entries) => {
+                        let mut entries = entries;
+                        entries.sort_by(|a, b| a.0.as_str().cmp(&b.0.as_str()));
+                        entries.into_iter().map(|(_, v)| v).collect()
+                    }
+                    Value::Null => Vec::new(),
+                    Value::Str(..) => return Err(format!("`range` over a scalar ({expr})")),
+                };
+                for item in items {
+                    env.vars.push((var.clone(), item));
+                    let result = run(body, env, out);
+                    env.vars.pop();
+                    result?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's truth: false, 0, nil and empty values are false. An unquoted YAML scalar is typed as
+/// the JSON the operator reads (`false`, `0`, `null`); a quoted one is a string.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Str(s, false) => !matches!(s.as_str(), "" | "false" | "0" | "null" | "~"),
+        Value::Str(s, true) => !s.is_empty(),
+        Value::Seq(items) => !items.is_empty(),
+        Value::Map(entries) => !entries.is_empty(),
+    }
 }
 
 fn clip(s: &str) -> String {
     s.chars().take(60).collect()
 }
 
-/// One action: a pipeline of commands separated by `|`.
-fn evaluate(action: &str, inputs: Option<&Inputs>) -> Result<String, String> {
-    let first_word = action.split_whitespace().next().unwrap_or_default();
-    if matches!(
-        first_word,
-        "if" | "else"
-            | "end"
-            | "range"
-            | "with"
-            | "define"
-            | "template"
-            | "block"
-            | "break"
-            | "continue"
-    ) || action.starts_with("/*")
-    {
-        return Err(format!("the template uses `{first_word}`"));
-    }
-    let mut value: Option<String> = None;
+/// One action: a pipeline of commands separated by `|`. A lone operand keeps its value (a list
+/// for `range`, a boolean for `if`); a function makes a string.
+fn evaluate(action: &str, env: &Env) -> Result<Value, String> {
+    let mut value: Option<Value> = None;
     for (i, command) in split_pipeline(action)?.into_iter().enumerate() {
         let words = words(&command)?;
         let Some((head, args)) = words.split_first() else {
             return Err(format!("an empty command in `<< {action} >>`"));
         };
+        if i == 0 && args.is_empty() {
+            value = Some(operand(head, env)?);
+            continue;
+        }
         let mut args: Vec<String> = args
             .iter()
-            .map(|a| operand(a, inputs))
+            .map(|a| operand(a, env).and_then(|v| scalar_text(&v, a)))
             .collect::<Result<_, _>>()?;
         if i > 0 {
-            args.push(value.take().unwrap_or_default());
+            let piped = value.take().unwrap_or(Value::Null);
+            args.push(scalar_text(&piped, &command)?);
         }
-        value = Some(if args.is_empty() && i == 0 {
-            operand(head, inputs)?
-        } else {
-            function(head, &args)?
-        });
+        value = Some(Value::Str(function(head, &args)?, false));
     }
-    Ok(value.unwrap_or_default())
+    Ok(value.unwrap_or(Value::Null))
 }
 
-/// An argument: a string literal, a number, or an input reference.
-fn operand(word: &str, inputs: Option<&Inputs>) -> Result<String, String> {
-    if let Some(s) = word.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
-        return Ok(s.replace("\\\"", "\"").replace("\\\\", "\\"));
-    }
-    if word.parse::<f64>().is_ok() {
-        return Ok(word.to_string());
-    }
-    let path = word
-        .strip_prefix("inputs.")
-        .ok_or_else(|| format!("the template uses `{word}`"))?;
-    let inputs = inputs.ok_or("a template refers to inputs, and the ResourceSet has none")?;
-    let mut keys = path.split('.');
-    let first = keys.next().unwrap_or_default();
-    if first == "id" || first == "provider" {
-        return Err(format!(
-            "the template uses inputs.{first}, which flux-operator computes"
-        ));
-    }
-    let mut value = inputs
-        .get(first)
-        .ok_or_else(|| format!("no input `{first}` (flux-operator fails on a missing key)"))?;
-    for k in keys {
-        value = value
-            .get(k)
-            .ok_or_else(|| format!("no input `{path}` (flux-operator fails on a missing key)"))?;
-    }
+fn scalar_text(value: &Value, what: &str) -> Result<String, String> {
     match value {
         Value::Str(s, _) => Ok(s.clone()),
         Value::Null => Ok(String::new()),
-        _ => Err(format!("input `{path}` is not a scalar")),
+        _ => Err(format!("`{what}` is not a scalar")),
     }
+}
+
+/// An argument: a string literal, a number, an input reference or a `range` variable.
+fn operand(word: &str, env: &Env) -> Result<Value, String> {
+    if let Some(s) = word.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
+        return Ok(Value::Str(
+            s.replace("\\\"", "\"").replace("\\\\", "\\"),
+            true,
+        ));
+    }
+    if word.parse::<f64>().is_ok() || word == "true" || word == "false" {
+        return Ok(Value::Str(word.to_string(), false));
+    }
+    let (mut value, path) = if let Some(var) = word.strip_prefix('$') {
+        let (name, rest) = var
+            .split_once('.')
+            .map_or((var, None), |(n, r)| (n, Some(r)));
+        let value = env
+            .vars
+            .iter()
+            .rev()
+            .find(|(v, _)| v[1..] == *name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("the template uses `{word}`"))?;
+        (value, rest)
+    } else {
+        let path = word
+            .strip_prefix("inputs.")
+            .ok_or_else(|| format!("the template uses `{word}`"))?;
+        let inputs = env
+            .inputs
+            .ok_or("a template refers to inputs, and the ResourceSet has none")?;
+        let (first, rest) = path
+            .split_once('.')
+            .map_or((path, None), |(f, r)| (f, Some(r)));
+        if first == "id" || first == "provider" {
+            return Err(format!(
+                "the template uses inputs.{first}, which flux-operator computes"
+            ));
+        }
+        let value = inputs
+            .get(first)
+            .ok_or_else(|| format!("no input `{first}` (flux-operator fails on a missing key)"))?;
+        (value, rest)
+    };
+    for k in path.into_iter().flat_map(|p| p.split('.')) {
+        value = value
+            .get(k)
+            .ok_or_else(|| format!("no input `{word}` (flux-operator fails on a missing key)"))?;
+    }
+    Ok(value.clone())
 }
 
 /// The supported functions; the piped value is the last argument.
@@ -590,7 +787,9 @@ mod tests {
         for (template, why) in [
             ("<< inputs.missing >>", "no input `missing`"),
             ("<< inputs.id >>", "flux-operator computes"),
-            ("<< if inputs.tenant >>x<< end >>", "uses `if`"),
+            ("<< with inputs.tenant >>x<< end >>", "uses `with`"),
+            ("<< if inputs.tenant >>x", "without its `end`"),
+            ("<< range inputs.tenant >>x<< end >>", "only `range $x :="),
             ("<< inputs.tenant | toYaml | nindent 4 >>", "uses `toYaml`"),
             ("<< inputs.tenant", "unclosed"),
         ] {
@@ -638,6 +837,35 @@ mod tests {
             built[0].str_at(&["spec", "ref", "semver"]),
             Some(">=1.0.0-rc.0")
         );
+    }
+
+    /// The bundle pattern: one document per item of a list input, a field only when a boolean
+    /// input is true (an unquoted `false` is false, as in the JSON the operator reads), `<<-`
+    /// and `->>` trimming as Go does.
+    #[test]
+    fn renders_range_and_if() {
+        let template = "<<- range $app := inputs.apps >>\n---\nname: << $app >>\n<<- if inputs.decryption >>\ndecrypt: yes\n<<- else >>\ndecrypt: no\n<<- end >>\n<<- end >>\n";
+        let mut i = Inputs::new();
+        i.insert(
+            "apps".into(),
+            Value::Seq(vec![
+                Value::Str("a".into(), false),
+                Value::Str("b".into(), false),
+            ]),
+        );
+        i.insert("decryption".into(), Value::Str("true".into(), false));
+        assert_eq!(
+            render(template, Some(&i)).unwrap(),
+            "\n---\nname: a\ndecrypt: yes\n---\nname: b\ndecrypt: yes\n"
+        );
+        i.insert("decryption".into(), Value::Str("false".into(), false));
+        assert_eq!(
+            render(template, Some(&i)).unwrap(),
+            "\n---\nname: a\ndecrypt: no\n---\nname: b\ndecrypt: no\n"
+        );
+        // A quoted "false" is a non-empty string: true.
+        i.insert("decryption".into(), Value::Str("false".into(), true));
+        assert!(render(template, Some(&i)).unwrap().contains("decrypt: yes"));
     }
 
     #[test]
