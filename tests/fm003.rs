@@ -156,3 +156,28 @@ fn the_rendered_object_carries_one_identity_with_every_pattern() {
     }
     assert!(fm003_findings(repo.path()).is_empty());
 }
+
+/// A patch written as a quoted string (JSON) is read for its value: the list is found, at the
+/// `patch` key, and no fix is offered, with the reason.
+#[test]
+fn a_list_in_a_quoted_patch_string_is_found_without_a_fix() {
+    let repo = TempRepo::copy_of(&fixture("fm003-sources", "after"));
+    let apps = repo.read("clusters/prod/apps.yaml").replacen(
+        "  postBuild:\n",
+        "  patches:\n    - target: {kind: OCIRepository, name: dashboards}\n      patch: \"[{\\\"op\\\": \\\"replace\\\", \\\"path\\\": \\\"/spec/verify/matchOIDCIdentity\\\", \\\"value\\\": [{\\\"issuer\\\": \\\"^a$\\\", \\\"subject\\\": \\\"^x$\\\"}, {\\\"issuer\\\": \\\"^a$\\\", \\\"subject\\\": \\\"^y$\\\"}]}]\"\n  postBuild:\n",
+        1,
+    );
+    repo.write("clusters/prod/apps.yaml", apps);
+    let found = fm003_findings(repo.path());
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["file"], "clusters/prod/apps.yaml");
+    assert_eq!(found[0]["line"], 15, "the patch key");
+    assert_eq!(found[0]["object"]["name"], "dashboards");
+    let fix = fluxmend(["fix", repo.path().to_str().unwrap(), "--rule", "FM003"]);
+    assert_eq!(fix.stdout, "", "{}", fix.stderr);
+    assert!(
+        fix.stderr.contains("folded or quoted string"),
+        "{}",
+        fix.stderr
+    );
+}

@@ -50,17 +50,38 @@ impl Rule for MultiIdentityVerify {
             }
             // Patches written as strings (`patch: |`): a FluxInstance's `spec.kustomize.patches`,
             // a Flux Kustomization's `spec.patches`, a kustomization file's `patches`.
+            // A literal block maps back to the file's bytes (and can be edited); a folded or
+            // quoted string is read for its value only.
             for (key, value) in patch_strings(&file.yaml) {
-                let Some(embedded) = edit::BlockDocument::of(&file.yaml, value) else {
-                    continue;
+                let block = edit::BlockDocument::of(&file.yaml, value);
+                let parsed;
+                let inner = match &block {
+                    Some(b) => &b.yaml,
+                    None => {
+                        let text = file.yaml.scalar(value).unwrap_or_default();
+                        if !text.contains(LIST) {
+                            continue;
+                        }
+                        let (yaml, error) = YamlFile::parse(text);
+                        if error.is_some() {
+                            continue;
+                        }
+                        parsed = yaml;
+                        &parsed
+                    }
                 };
-                let inner = &embedded.yaml;
                 if !inner.text.contains(LIST) {
                     continue;
                 }
                 let target = patch_target(&file.yaml, key, inner);
                 for site in sites(inner, Some((&file.yaml, key)), |_| target.clone()) {
-                    findings.extend(describe_embedded(model, file_id, &embedded, &site));
+                    findings.extend(describe_embedded(
+                        model,
+                        file_id,
+                        (key, block.as_ref()),
+                        inner,
+                        &site,
+                    ));
                 }
             }
         }
@@ -238,7 +259,7 @@ fn object_at(model: &Model, file: FileId, node: NodeId) -> Option<ObjectKey> {
         .map(|o| o.key.clone())
 }
 
-/// Every `patch:` entry whose value is a block scalar: (key node, value node).
+/// Every `patch:` entry whose value is a string: (key node, value node).
 fn patch_strings(yaml: &YamlFile) -> Vec<(NodeId, NodeId)> {
     let mut out = Vec::new();
     for id in yaml.node_ids() {
@@ -247,13 +268,7 @@ fn patch_strings(yaml: &YamlFile) -> Vec<(NodeId, NodeId)> {
         };
         for &(k, v) in entries {
             if yaml.scalar(k) == Some("patch")
-                && matches!(
-                    yaml.node(v).kind,
-                    NodeKind::Scalar {
-                        style: ScalarStyle::Literal,
-                        ..
-                    }
-                )
+                && matches!(yaml.node(v).kind, NodeKind::Scalar { .. })
             {
                 out.push((k, v));
             }
@@ -648,19 +663,28 @@ fn describe(model: &Model, file: FileId, site: &Site) -> Vec<Finding> {
     findings(model, file, line, site, fix)
 }
 
+/// A list inside a patch string: at its own line when the string is a literal block (which the
+/// fix edits), else at the `patch` key, without a fix.
 fn describe_embedded(
     model: &Model,
     file: FileId,
-    embedded: &edit::BlockDocument,
+    (key, block): (NodeId, Option<&edit::BlockDocument>),
+    inner: &YamlFile,
     site: &Site,
 ) -> Vec<Finding> {
     let source = model.repo.file(file);
-    let inner_line = embedded
-        .yaml
-        .line_of(embedded.yaml.node(site.list).span.start);
-    let line = embedded.line + inner_line;
+    let Some(block) = block else {
+        let line = source.yaml.line_of(source.yaml.node(key).span.start);
+        let fix = Err(
+            "the patch is a folded or quoted string, whose bytes do not map to the list's: \
+             write it as a literal block (`patch: |`) or merge the entries by hand"
+                .to_string(),
+        );
+        return findings(model, file, line, site, fix);
+    };
+    let line = block.line + inner.line_of(inner.node(site.list).span.start);
     let fix = plan(source.error.is_some(), &source.path, site, |i, s| {
-        replace_list(&embedded.yaml, site.list, i, s).and_then(|e| embedded.lift(&source.yaml, e))
+        replace_list(inner, site.list, i, s).and_then(|e| block.lift(&source.yaml, e))
     });
     findings(model, file, line, site, fix)
 }
