@@ -863,3 +863,29 @@ fn without_a_root_a_layer_left_out_of_a_synced_folder_is_not_live() {
         "{report:#}"
     );
 }
+
+/// Every `healthy-*` fixture (unusual but valid layouts: transformers, ResourceSets) checks
+/// clean: exit 0, no finding, no diagnostic above a note.
+#[test]
+fn every_healthy_fixture_checks_clean() {
+    let mut seen = 0;
+    for tree in common::fixture_trees(false) {
+        if !tree.case.starts_with("healthy-") {
+            continue;
+        }
+        seen += 1;
+        let run = common::fluxmend(["check", tree.root.to_str().unwrap(), "--format", "json"]);
+        let report = run.json();
+        assert_eq!(run.code, 0, "{}: {report:#}", tree.label());
+        assert_eq!(
+            report["findings"],
+            serde_json::json!([]),
+            "{}",
+            tree.label()
+        );
+        for d in common::diagnostics(&report) {
+            assert_eq!(d["severity"], "note", "{}: {d:#}", tree.label());
+        }
+    }
+    assert!(seen >= 2, "the healthy fixtures");
+}
