@@ -50,8 +50,24 @@ const FLUX_DEFAULT_IGNORES: &[&str] = &[
 /// A path the walk found (relative to the root) and whether Flux's default ignores match it.
 struct WalkedEntry {
     rel: String,
-    kind: std::fs::FileType,
+    kind: EntryKind,
     default_ignored: bool,
+}
+
+/// What a walked entry is (a link is never followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EntryKind {
+    Dir,
+    File,
+    Symlink,
+}
+
+/// What a walk of a repository found, from the root down with Flux's ignore rules: every entry
+/// Flux would ship, and what could not be walked (a warning each: path and message).
+#[derive(Default)]
+struct Listing {
+    entries: Vec<WalkedEntry>,
+    problems: Vec<(String, String)>,
 }
 
 /// What the walk met.
@@ -64,6 +80,37 @@ enum Walked {
     },
     /// The walk could not read something.
     Error(String),
+}
+
+/// Where the contents of a listing's files come from: the work tree, or a git revision's
+/// objects ([`revision`]).
+trait Contents: Sync {
+    /// The text of a YAML file, or why it cannot be read (see [`decode_text`]).
+    fn read(&self, rel: &str) -> Result<String, String>;
+    /// Whether a file exists at `rel`, ignored or not (a Helm chart's `Chart.yaml`).
+    fn is_file(&self, rel: &str) -> bool;
+}
+
+/// The files of a work tree.
+struct WorkTree<'a> {
+    root: &'a Path,
+}
+
+impl Contents for WorkTree<'_> {
+    fn read(&self, rel: &str) -> Result<String, String> {
+        read_candidate(self.root, rel)
+    }
+
+    fn is_file(&self, rel: &str) -> bool {
+        self.root.join(rel).is_file()
+    }
+}
+
+/// Where a loaded repository's files are read from after loading (a generator's input files).
+#[derive(Clone, Debug)]
+enum Origin {
+    WorkTree,
+    Revision(Arc<revision::Objects>),
 }
 
 /// What reading one YAML-named file gave.
@@ -108,6 +155,8 @@ pub struct Repo {
     /// [`resourceset::generated_path`]), with what they come from. They are in `files`, not in
     /// any directory, and no fix may edit them.
     generated: BTreeMap<String, String>,
+    /// Where files not loaded as YAML are read from, when the model needs one.
+    origin: Origin,
 }
 
 /// The repository root could not be read at all.
@@ -144,19 +193,19 @@ impl Repo {
             path: root.to_path_buf(),
             source,
         })?;
-        let vcs = ignore_matcher(&root, FLUX_VCS_IGNORES);
-        let defaults = ignore_matcher(&root, FLUX_DEFAULT_IGNORES);
-        let excluded = {
-            let mut builder = GitignoreBuilder::new(&root);
-            for pattern in exclude {
-                // The configuration keeps only patterns that parse.
-                let _ = builder.add_line(None, pattern);
-            }
-            builder.build().unwrap_or_else(|_| Gitignore::empty())
-        };
-        let config_path = root.join(crate::config::FILE);
+        let listing = walk(&root, Arc::new(Ignores::new(&root, exclude)));
+        Ok(Repo::assemble(
+            root.clone(),
+            listing,
+            &WorkTree { root: &root },
+            Origin::WorkTree,
+        ))
+    }
+
+    /// The repository a listing describes, its YAML files read from `contents` and parsed.
+    fn assemble(root: PathBuf, listing: Listing, contents: &dyn Contents, origin: Origin) -> Repo {
         let mut repo = Repo {
-            root: root.clone(),
+            root,
             files: Vec::new(),
             dirs: BTreeSet::new(),
             diagnostics: Vec::new(),
@@ -164,97 +213,14 @@ impl Repo {
             dir_children: HashMap::default(),
             other_files: BTreeSet::new(),
             generated: BTreeMap::new(),
+            origin,
         };
-        let mut candidates = Vec::new();
-        // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
-        // or without a `.git` directory. Not `.ignore` files, not ignore files above the root,
-        // not the user's global excludes nor `.git/info/exclude`: none of them reach Flux.
-        let walker = WalkBuilder::new(&root)
-            .hidden(false)
-            .follow_links(false)
-            .parents(false)
-            .ignore(false)
-            .git_ignore(true)
-            .git_global(false)
-            .git_exclude(false)
-            .require_git(false)
-            .add_custom_ignore_filename(".sourceignore")
-            .filter_entry(move |e| {
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                let ignored = |m: &Gitignore| {
-                    matches!(
-                        m.matched_path_or_any_parents(e.path(), is_dir),
-                        Match::Ignore(_)
-                    )
-                };
-                // The configuration itself stays whatever `exclude` says: its `disposable:`
-                // section is read from the loaded file.
-                !ignored(&vcs) && (e.path() == config_path || !ignored(&excluded))
-            })
-            .build_parallel();
-        // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether
-        // Flux's default ignores match is decided here too, in parallel; whether they apply is
-        // known only once every `.sourceignore` has been seen.
-        let found: std::sync::Mutex<Vec<Walked>> = Default::default();
-        walker.run(|| {
-            let found = &found;
-            let root = &root;
-            let defaults = &defaults;
-            Box::new(move |entry| {
-                let mut state = ignore::WalkState::Continue;
-                let item = match entry {
-                    Err(err) => Some(Walked::Error(format!("skipped while walking: {err}"))),
-                    Ok(e) => match (e.path().strip_prefix(root), e.file_type()) {
-                        (Ok(rel), Some(kind)) if rel.to_str().is_none() => {
-                            // Its path cannot be written in YAML nor compared with one: say
-                            // which entry it is, and skip what lies below it.
-                            if kind.is_dir() {
-                                state = ignore::WalkState::Skip;
-                            }
-                            Some(Walked::NotUtf8 {
-                                rel: rel_string(rel),
-                                is_dir: kind.is_dir(),
-                            })
-                        }
-                        (Ok(rel), Some(kind)) => Some(Walked::Entry(WalkedEntry {
-                            rel: rel_string(rel),
-                            default_ignored: matches!(
-                                defaults.matched_path_or_any_parents(e.path(), kind.is_dir()),
-                                Match::Ignore(_)
-                            ),
-                            kind,
-                        })),
-                        _ => None,
-                    },
-                };
-                if let Some(item) = item {
-                    found.lock().expect("no walker thread panics").push(item);
-                }
-                state
-            })
-        });
-        let mut entries: Vec<WalkedEntry> = Vec::new();
-        let mut walk_errors = Vec::new();
-        for item in found.into_inner().expect("no walker thread panics") {
-            match item {
-                Walked::Entry(entry) => entries.push(entry),
-                Walked::Error(message) => walk_errors.push((String::new(), message)),
-                Walked::NotUtf8 { rel, is_dir } => {
-                    let what = if is_dir {
-                        "skipped with everything below it: directory name is not UTF-8"
-                    } else {
-                        "skipped: file name is not UTF-8"
-                    };
-                    let message = format!(
-                        "{what} (its invalid bytes are shown as U+FFFD); fluxmend can neither \
-                         read nor write such a path: rename it to have it analysed"
-                    );
-                    walk_errors.push((rel, message));
-                }
-            }
-        }
-        walk_errors.sort();
-        for (rel, message) in walk_errors {
+        let Listing {
+            mut entries,
+            mut problems,
+        } = listing;
+        problems.sort();
+        for (rel, message) in problems {
             repo.diagnostics
                 .push(Diagnostic::new(Severity::Warning, &rel, message));
         }
@@ -262,6 +228,7 @@ impl Repo {
         let has_sourceignore = entries
             .iter()
             .any(|e| e.rel == ".sourceignore" || e.rel.ends_with("/.sourceignore"));
+        let mut candidates = Vec::new();
         for WalkedEntry {
             rel,
             kind,
@@ -271,20 +238,19 @@ impl Repo {
             if default_ignored && !has_sourceignore {
                 continue;
             }
-            if kind.is_symlink() {
-                repo.diagnostics.push(Diagnostic::new(
+            match kind {
+                EntryKind::Symlink => repo.diagnostics.push(Diagnostic::new(
                     Severity::Note,
                     &rel,
                     "symbolic link not followed (fluxmend never reads through a link)".into(),
-                ));
-                continue;
-            }
-            if kind.is_dir() {
-                repo.dirs.insert(rel);
-            } else if is_yaml_name(&rel) {
-                candidates.push(rel);
-            } else {
-                repo.other_files.insert(rel);
+                )),
+                EntryKind::Dir => {
+                    repo.dirs.insert(rel);
+                }
+                EntryKind::File if is_yaml_name(&rel) => candidates.push(rel),
+                EntryKind::File => {
+                    repo.other_files.insert(rel);
+                }
             }
         }
         candidates.sort();
@@ -292,9 +258,9 @@ impl Repo {
         let dirs = &repo.dirs;
         let loaded: Vec<Loaded> = candidates
             .into_par_iter()
-            .map(|rel| match read_candidate(&root, &rel) {
+            .map(|rel| match contents.read(&rel) {
                 Err(reason) => Loaded::Unreadable(rel, reason),
-                Ok(text) => match skip_reason(&rel, dirs, &root) {
+                Ok(text) => match skip_reason(&rel, dirs, contents) {
                     Some(reason) => Loaded::Skipped(rel, reason, None),
                     None => {
                         // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
@@ -361,7 +327,18 @@ impl Repo {
         resourceset::expand(&mut repo);
         repo.index_dirs();
         repo.debug_assert_sorted();
-        Ok(repo)
+        repo
+    }
+
+    /// The text of a file of the repository that is not loaded as YAML (a generator's input),
+    /// read from where the repository was loaded: the work tree or the revision's objects.
+    pub fn read_text(&self, rel: &str) -> Result<String, String> {
+        match &self.origin {
+            Origin::WorkTree => {
+                std::fs::read_to_string(self.root.join(rel)).map_err(|e| e.to_string())
+            }
+            Origin::Revision(objects) => objects.read_text(rel),
+        }
     }
 
     /// This repository with some files replaced (`Some(text)`, BOM included) or removed
@@ -376,6 +353,7 @@ impl Repo {
             dir_children: HashMap::default(),
             other_files: self.other_files.clone(),
             generated: BTreeMap::new(),
+            origin: self.origin.clone(),
         };
         let mut sources: Vec<Arc<SourceFile>> = self
             .files
@@ -510,6 +488,145 @@ impl Repo {
     }
 }
 
+/// The ignore rules every walk applies besides the repository's own ignore files: Flux's VCS
+/// exclusions, its other defaults (which apply until a `.sourceignore` exists), and the
+/// configuration's `exclude`, all relative to the root.
+struct Ignores {
+    vcs: Gitignore,
+    defaults: Gitignore,
+    excluded: Gitignore,
+    /// The configuration file stays whatever `exclude` says: its `disposable:` section is read
+    /// from the loaded file.
+    config: PathBuf,
+}
+
+impl Ignores {
+    fn new(root: &Path, exclude: &[String]) -> Ignores {
+        let mut builder = GitignoreBuilder::new(root);
+        for pattern in exclude {
+            // The configuration keeps only patterns that parse.
+            let _ = builder.add_line(None, pattern);
+        }
+        Ignores {
+            vcs: ignore_matcher(root, FLUX_VCS_IGNORES),
+            defaults: ignore_matcher(root, FLUX_DEFAULT_IGNORES),
+            excluded: builder.build().unwrap_or_else(|_| Gitignore::empty()),
+            config: root.join(crate::config::FILE),
+        }
+    }
+
+    /// Whether the walk leaves `path` (and what lies below it) out entirely.
+    fn leaves_out(&self, path: &Path, is_dir: bool) -> bool {
+        let ignored = |m: &Gitignore| {
+            matches!(
+                m.matched_path_or_any_parents(path, is_dir),
+                Match::Ignore(_)
+            )
+        };
+        ignored(&self.vcs) || (path != self.config && ignored(&self.excluded))
+    }
+
+    /// Whether Flux's default ignores match `path` (they apply only without `.sourceignore`).
+    fn default_ignored(&self, path: &Path, is_dir: bool) -> bool {
+        matches!(
+            self.defaults.matched_path_or_any_parents(path, is_dir),
+            Match::Ignore(_)
+        )
+    }
+}
+
+/// Walk the work tree at `root` (canonical) with Flux's ignore rules.
+fn walk(root: &Path, ignores: Arc<Ignores>) -> Listing {
+    // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
+    // or without a `.git` directory. Not `.ignore` files, not ignore files above the root,
+    // not the user's global excludes nor `.git/info/exclude`: none of them reach Flux.
+    let walker = WalkBuilder::new(root)
+        .hidden(false)
+        .follow_links(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .add_custom_ignore_filename(".sourceignore")
+        .filter_entry({
+            let ignores = ignores.clone();
+            move |e| {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                !ignores.leaves_out(e.path(), is_dir)
+            }
+        })
+        .build_parallel();
+    // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether
+    // Flux's default ignores match is decided here too, in parallel; whether they apply is
+    // known only once every `.sourceignore` has been seen.
+    let found: std::sync::Mutex<Vec<Walked>> = Default::default();
+    walker.run(|| {
+        let found = &found;
+        let ignores = &ignores;
+        Box::new(move |entry| {
+            let mut state = ignore::WalkState::Continue;
+            let item = match entry {
+                Err(err) => Some(Walked::Error(format!("skipped while walking: {err}"))),
+                Ok(e) => match (e.path().strip_prefix(root), e.file_type()) {
+                    (Ok(rel), Some(kind)) if rel.to_str().is_none() => {
+                        // Its path cannot be written in YAML nor compared with one: say
+                        // which entry it is, and skip what lies below it.
+                        if kind.is_dir() {
+                            state = ignore::WalkState::Skip;
+                        }
+                        Some(Walked::NotUtf8 {
+                            rel: rel_string(rel),
+                            is_dir: kind.is_dir(),
+                        })
+                    }
+                    (Ok(rel), Some(kind)) => Some(Walked::Entry(WalkedEntry {
+                        rel: rel_string(rel),
+                        default_ignored: ignores.default_ignored(e.path(), kind.is_dir()),
+                        kind: if kind.is_symlink() {
+                            EntryKind::Symlink
+                        } else if kind.is_dir() {
+                            EntryKind::Dir
+                        } else {
+                            EntryKind::File
+                        },
+                    })),
+                    _ => None,
+                },
+            };
+            if let Some(item) = item {
+                found.lock().expect("no walker thread panics").push(item);
+            }
+            state
+        })
+    });
+    let mut listing = Listing::default();
+    for item in found.into_inner().expect("no walker thread panics") {
+        match item {
+            Walked::Entry(entry) => listing.entries.push(entry),
+            Walked::Error(message) => listing.problems.push((String::new(), message)),
+            Walked::NotUtf8 { rel, is_dir } => {
+                listing.problems.push((rel, not_utf8(is_dir)));
+            }
+        }
+    }
+    listing
+}
+
+/// Why an entry whose name is not UTF-8 is skipped.
+fn not_utf8(is_dir: bool) -> String {
+    let what = if is_dir {
+        "skipped with everything below it: directory name is not UTF-8"
+    } else {
+        "skipped: file name is not UTF-8"
+    };
+    format!(
+        "{what} (its invalid bytes are shown as U+FFFD); fluxmend can neither read nor write such \
+         a path: rename it to have it analysed"
+    )
+}
+
 /// The directory part of a relative path (`""` for a top-level entry).
 pub fn parent_of(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
@@ -542,14 +659,22 @@ fn is_yaml_name(path: &str) -> bool {
 fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
     let path = root.join(rel);
     let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_FILE_BYTES {
+    within_limit(meta.len())?;
+    decode_text(std::fs::read(&path).map_err(|e| e.to_string())?)
+}
+
+/// A file of `len` bytes is read only within [`MAX_FILE_BYTES`].
+fn within_limit(len: u64) -> Result<(), String> {
+    if len > MAX_FILE_BYTES {
         return Err(format!(
-            "{} bytes is over the {} byte limit",
-            meta.len(),
-            MAX_FILE_BYTES
+            "{len} bytes is over the {MAX_FILE_BYTES} byte limit"
         ));
     }
-    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A YAML file's bytes as text: UTF-8 without NUL bytes.
+fn decode_text(bytes: Vec<u8>) -> Result<String, String> {
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes)".into());
     }
@@ -568,7 +693,7 @@ fn has_template_syntax(text: &str) -> bool {
 
 /// Why a YAML-named file is not Kubernetes YAML that Flux would apply, whatever its text: a Helm
 /// chart's templates and metadata. (Template text elsewhere is judged once parsed.)
-fn skip_reason(rel: &str, dirs: &BTreeSet<String>, root: &Path) -> Option<String> {
+fn skip_reason(rel: &str, dirs: &BTreeSet<String>, contents: &dyn Contents) -> Option<String> {
     let parts: Vec<&str> = rel.split('/').collect();
     if let Some(i) = parts.iter().position(|p| *p == "templates") {
         let chart_dir = parts[..i].join("/");
@@ -577,14 +702,20 @@ fn skip_reason(rel: &str, dirs: &BTreeSet<String>, root: &Path) -> Option<String
         } else {
             format!("{chart_dir}/Chart.yaml")
         };
-        if root.join(&chart).is_file() || dirs.contains(&format!("{chart_dir}/charts")) {
+        if contents.is_file(&chart) || dirs.contains(&format!("{chart_dir}/charts")) {
             return Some("Helm chart template".into());
         }
     }
     let name = parts.last().copied().unwrap_or_default();
-    if name == "Chart.yaml"
-        || name == "values.yaml" && root.join(rel).with_file_name("Chart.yaml").is_file()
-    {
+    let sibling_chart = || {
+        let dir = parent_of(rel);
+        contents.is_file(&if dir.is_empty() {
+            "Chart.yaml".to_string()
+        } else {
+            format!("{dir}/Chart.yaml")
+        })
+    };
+    if name == "Chart.yaml" || name == "values.yaml" && sibling_chart() {
         return Some("Helm chart metadata".into());
     }
     None

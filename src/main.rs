@@ -672,17 +672,16 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         ExitCode::from(2)
     };
     if let Some(from) = &args.from {
+        // Both sides leave out what the configuration excludes, as the work tree's load does.
+        let exclude = Config::read(&args.repo.path).exclude;
         let revision = |rev: &str| {
-            fluxmend::load::revision::load_revision(&args.repo.path, rev)
+            fluxmend::load::revision::load_revision(&args.repo.path, rev, &exclude)
                 .map_err(|e| usage(e.to_string()))
         };
-        let (before, _from_dir) = revision(from)?;
-        let (after, _to_dir) = match &args.to {
-            Some(to) => {
-                let (repo, dir) = revision(to)?;
-                (repo, Some(dir))
-            }
-            None => (load(&args.repo)?.0, None),
+        let before = revision(from)?;
+        let after = match &args.to {
+            Some(to) => revision(to)?,
+            None => load(&args.repo)?.0,
         };
         let options = ModelOptions {
             roots: args.repo.roots.clone(),

@@ -1,16 +1,29 @@
-//! A repository as it was at a git revision, read with git2 without checking anything out: its
-//! tree (below the analysed path) is written to a private temporary directory and loaded from
-//! there like a work tree, so that the ignore rules, paths and parsing are exactly those of a
-//! checkout of that revision.
+//! A repository as it was at a git revision, read from git's objects and never written to disk:
+//! the tree below the analysed path is listed with git's own rules for names (an entry git would
+//! refuse to check out is skipped and reported) and the ignore rules a checkout of it would have
+//! (its `.gitignore` and `.sourceignore` blobs, Flux's defaults, the configuration's
+//! `exclude`); only the YAML blobs fluxmend parses are read, each judged by the size in its
+//! object header before it is read. The loaded [`Repo`] is the one a checkout would give, so that
+//! the revision and the work tree compare as equals (`simulate --from`, `fix --base`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use super::{LoadError, Repo};
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use super::{
+    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, WalkedEntry, decode_text,
+    not_utf8, within_limit,
+};
 
 /// Reading a revision failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RevisionError {
-    #[error("{path} is not inside a git repository, so --from/--to cannot read revisions")]
+    #[error(
+        "{path} is not inside a git repository, so no revision of it can be read (--from, --to, --base)"
+    )]
     NotARepository { path: PathBuf },
     #[error("`{rev}` is not a revision of {repo}: {message}")]
     UnknownRevision {
@@ -24,77 +37,431 @@ pub enum RevisionError {
     Load(#[from] LoadError),
 }
 
-/// The repository at `path` as it was at revision `rev`: the loaded repository and the
-/// temporary directory that holds it (removed when dropped).
-pub fn load_revision(path: &Path, rev: &str) -> Result<(Repo, tempfile::TempDir), RevisionError> {
-    let git = git2::Repository::discover(path).map_err(|_| RevisionError::NotARepository {
-        path: path.to_path_buf(),
-    })?;
-    let workdir = git
-        .workdir()
-        .ok_or_else(|| RevisionError::NotARepository {
-            path: path.to_path_buf(),
-        })?
-        .canonicalize()
-        .map_err(|e| RevisionError::Read {
-            rev: rev.into(),
-            message: e.to_string(),
-        })?;
+/// The repository at `path` as it was at revision `rev`, with the configuration's `exclude`
+/// patterns applied as [`Repo::load_excluding`] applies them to the work tree. `path` may be
+/// a directory below the work tree's top level; at a revision where it does not exist the
+/// repository is empty.
+pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo, RevisionError> {
     let read = |message: String| RevisionError::Read {
         rev: rev.into(),
         message,
     };
-    let absolute = path.canonicalize().map_err(|e| read(e.to_string()))?;
-    let prefix = absolute
-        .strip_prefix(&workdir)
-        .map_err(|_| read(format!("{} is outside the work tree", path.display())))?
-        .to_path_buf();
-    let tree = git
-        .revparse_single(rev)
-        .and_then(|o| o.peel_to_tree())
-        .map_err(|e| RevisionError::UnknownRevision {
-            rev: rev.into(),
-            repo: workdir.clone(),
-            message: e.message().to_string(),
-        })?;
-    let dir = tempfile::Builder::new()
-        .prefix("fluxmend-rev-")
-        .tempdir()
-        .map_err(|e| read(e.to_string()))?;
-    let mut failure = None;
-    tree.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
-        if entry.kind() != Some(git2::ObjectType::Blob) || entry.filemode() == 0o120000 {
-            return git2::TreeWalkResult::Ok;
+    let (git, root, prefix) = open(path).map_err(|e| match e {
+        Opened::NotARepository => RevisionError::NotARepository {
+            path: path.to_path_buf(),
+        },
+        Opened::Failed(message) => read(message),
+    })?;
+    let below = {
+        let tree = git
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_tree())
+            .map_err(|e| RevisionError::UnknownRevision {
+                rev: rev.into(),
+                repo: git.workdir().unwrap_or(git.path()).to_path_buf(),
+                message: e.message().to_string(),
+            })?;
+        if prefix.as_os_str().is_empty() {
+            Some(tree.id())
+        } else {
+            tree.get_path(&prefix)
+                .ok()
+                .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+                .map(|e| e.id())
         }
-        let Ok(name) = entry.name() else {
-            return git2::TreeWalkResult::Ok;
+    };
+    let mut blobs = BTreeMap::new();
+    let listing = match below {
+        Some(id) => list(&git, id, &root, &Ignores::new(&root, exclude), &mut blobs)
+            .map_err(|e| read(e.message().to_string()))?,
+        // Nothing there at this revision: an empty root, as an empty checkout would be.
+        None => Listing {
+            entries: vec![WalkedEntry {
+                rel: String::new(),
+                kind: EntryKind::Dir,
+                default_ignored: false,
+            }],
+            problems: Vec::new(),
+        },
+    };
+    let objects = Arc::new(Objects {
+        git: Mutex::new(git),
+        blobs,
+    });
+    Ok(Repo::assemble(
+        root,
+        listing,
+        objects.as_ref(),
+        Origin::Revision(objects.clone()),
+    ))
+}
+
+/// The revision `fix` takes the cluster to run when `--base` is not given: the remote's default
+/// branch (`refs/remotes/<remote>/HEAD`, the remote being the current branch's or `origin`),
+/// else the current branch's remote-tracking branch, else `HEAD`; `None` when `path` is not in
+/// a git repository or has no commit yet. As a full reference name (`refs/remotes/origin/main`,
+/// `HEAD`).
+///
+/// The default branch comes first because it is what Flux's `GitRepository` usually follows: a
+/// feature branch's own remote-tracking branch holds a phase as soon as it is pushed, long
+/// before the cluster runs it.
+pub fn default_base(path: &Path) -> Option<String> {
+    let (git, _, _) = open(path).ok()?;
+    let head = git.head().ok()?;
+    let branch = head
+        .is_branch()
+        .then(|| head.name().ok().map(str::to_string))
+        .flatten();
+    let upstream_remote = branch
+        .as_deref()
+        .and_then(|b| git.branch_upstream_remote(b).ok())
+        .and_then(|r| r.as_str().ok().map(str::to_string));
+    let remote = upstream_remote.or_else(|| {
+        let remotes = git.remotes().ok()?;
+        let names: Vec<&str> = remotes.iter().filter_map(|r| r.ok().flatten()).collect();
+        match names.as_slice() {
+            [only] => Some(only.to_string()),
+            _ if names.contains(&"origin") => Some("origin".into()),
+            _ => None,
+        }
+    });
+    let resolves = |name: &str| git.revparse_single(name).is_ok();
+    let default_branch = remote.and_then(|r| {
+        let head = git.find_reference(&format!("refs/remotes/{r}/HEAD")).ok()?;
+        head.symbolic_target().ok().flatten().map(str::to_string)
+    });
+    let upstream = branch
+        .as_deref()
+        .and_then(|b| git.branch_upstream_name(b).ok())
+        .and_then(|u| u.as_str().ok().map(str::to_string));
+    default_branch
+        .into_iter()
+        .chain(upstream)
+        .find(|r| resolves(r))
+        .or_else(|| resolves("HEAD").then(|| "HEAD".to_string()))
+}
+
+/// A revision name as people read it: `origin/main` for `refs/remotes/origin/main`.
+pub fn short_name(rev: &str) -> &str {
+    ["refs/remotes/", "refs/heads/", "refs/tags/"]
+        .iter()
+        .find_map(|p| rev.strip_prefix(p))
+        .unwrap_or(rev)
+}
+
+/// Why a repository could not be opened.
+enum Opened {
+    NotARepository,
+    Failed(String),
+}
+
+/// The git repository holding `path`, `path` canonical, and `path` relative to the work tree's
+/// top level.
+fn open(path: &Path) -> Result<(git2::Repository, PathBuf, PathBuf), Opened> {
+    let git = git2::Repository::discover(path).map_err(|_| Opened::NotARepository)?;
+    let workdir = git
+        .workdir()
+        .ok_or(Opened::NotARepository)?
+        .canonicalize()
+        .map_err(|e| Opened::Failed(e.to_string()))?;
+    let root = path
+        .canonicalize()
+        .map_err(|e| Opened::Failed(e.to_string()))?;
+    let prefix = root
+        .strip_prefix(&workdir)
+        .map_err(|_| Opened::Failed(format!("{} is outside the work tree", path.display())))?
+        .to_path_buf();
+    Ok((git, root, prefix))
+}
+
+/// The blobs of a revision below the analysed path, read on demand.
+pub struct Objects {
+    /// `git2::Repository` is not `Sync`; reads are short (a header, or a blob within the limit).
+    git: Mutex<git2::Repository>,
+    /// Every regular file of the listed tree (ignored ones included, as on disk), by path
+    /// relative to the root.
+    blobs: BTreeMap<String, git2::Oid>,
+}
+
+impl std::fmt::Debug for Objects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Objects")
+            .field("blobs", &self.blobs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Objects {
+    /// A blob's bytes, when its header says it is within the size limit.
+    fn bytes(&self, rel: &str) -> Result<Vec<u8>, String> {
+        let id = *self
+            .blobs
+            .get(rel)
+            .ok_or_else(|| "no such file at this revision".to_string())?;
+        let git = self
+            .git
+            .lock()
+            .map_err(|_| "a reader panicked".to_string())?;
+        read_blob(&git, id)
+    }
+
+    /// A file's text, as [`Repo::read_text`] reads it from a work tree.
+    pub(super) fn read_text(&self, rel: &str) -> Result<String, String> {
+        String::from_utf8(self.bytes(rel)?).map_err(|_| "stream did not contain valid UTF-8".into())
+    }
+}
+
+impl Contents for Objects {
+    fn read(&self, rel: &str) -> Result<String, String> {
+        decode_text(self.bytes(rel)?)
+    }
+
+    fn is_file(&self, rel: &str) -> bool {
+        self.blobs.contains_key(rel)
+    }
+}
+
+/// A blob's bytes, its size judged from the object header before anything else is read.
+fn read_blob(git: &git2::Repository, id: git2::Oid) -> Result<Vec<u8>, String> {
+    let odb = git.odb().map_err(|e| e.message().to_string())?;
+    let (size, kind) = odb.read_header(id).map_err(|e| e.message().to_string())?;
+    if kind != git2::ObjectType::Blob {
+        return Err(format!("object {id} is a {kind}, not a file"));
+    }
+    within_limit(size as u64)?;
+    let blob = git.find_blob(id).map_err(|e| e.message().to_string())?;
+    Ok(blob.content().to_vec())
+}
+
+/// Why git refuses to check out an entry of this name (`verify_path`, with the NTFS and HFS
+/// protections git applies on the platforms that need them: they cost nothing elsewhere);
+/// `None` when it is an ordinary name.
+pub fn refused_name(name: &[u8]) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("an empty name");
+    }
+    if name.contains(&b'/') || name.contains(&0) {
+        return Some("a name holding `/` or NUL (a path, not a name)");
+    }
+    if name == b"." || name == b".." {
+        return Some("`.` or `..`");
+    }
+    if is_ntfs_dotgit(name) || is_hfs_dotgit(name) {
+        return Some(
+            "a name git reserves for its own directory (`.git`, in any case or spelling a file system takes for it)",
+        );
+    }
+    None
+}
+
+/// git's `is_ntfs_dotgit`: `.git` or its short name `git~1`, in any case, followed only by
+/// spaces and dots (which NTFS drops) or an alternate data stream (`:`).
+fn is_ntfs_dotgit(name: &[u8]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let rest = if let Some(rest) = lower.strip_prefix(b".git") {
+        rest
+    } else if let Some(rest) = lower.strip_prefix(b"git~1") {
+        rest
+    } else {
+        return false;
+    };
+    let end = rest.iter().position(|&c| c == b':').unwrap_or(rest.len());
+    rest[..end].iter().all(|&c| c == b' ' || c == b'.')
+}
+
+/// git's `is_hfs_dotgit`: `.git` in any case once the code points HFS+ ignores are removed.
+fn is_hfs_dotgit(name: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(name) else {
+        return false;
+    };
+    let ignorable =
+        |c: char| matches!(c as u32, 0x200c..=0x200f | 0x202a..=0x202e | 0x206a..=0x206f | 0xfeff);
+    let kept: String = text.chars().filter(|&c| !ignorable(c)).collect();
+    kept.eq_ignore_ascii_case(".git")
+}
+
+/// One directory's own ignore files.
+struct DirIgnores {
+    gitignore: Gitignore,
+    sourceignore: Gitignore,
+}
+
+/// List the tree `id` as the walk of its checkout at `root` would (see [`super::walk`]): the
+/// ignore files of each directory apply to what lies below it, the nearest match wins, a
+/// `.sourceignore` match before a `.gitignore` one, and an ignored directory is not entered.
+/// Every regular file seen goes into `blobs`.
+fn list(
+    git: &git2::Repository,
+    id: git2::Oid,
+    root: &Path,
+    ignores: &Ignores,
+    blobs: &mut BTreeMap<String, git2::Oid>,
+) -> Result<Listing, git2::Error> {
+    let mut listing = Listing::default();
+    listing.entries.push(WalkedEntry {
+        rel: String::new(),
+        kind: EntryKind::Dir,
+        default_ignored: false,
+    });
+    // (directory relative to the root, its tree, the ignore files from the root down to it)
+    let mut pending: Vec<(String, git2::Oid, Vec<Arc<DirIgnores>>)> =
+        vec![(String::new(), id, Vec::new())];
+    while let Some((dir, id, mut chain)) = pending.pop() {
+        let tree = git.find_tree(id)?;
+        let dir_path = if dir.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&dir)
         };
-        let full = Path::new(parent).join(name);
-        let Ok(relative) = full.strip_prefix(&prefix) else {
-            return git2::TreeWalkResult::Ok;
+        let own = |name: &str| {
+            let entry = tree.get_name(name)?;
+            (entry.kind() == Some(git2::ObjectType::Blob) && entry.filemode() != 0o120000)
+                .then(|| entry.id())
         };
-        let written = git
-            .find_blob(entry.id())
-            .map_err(|e| e.message().to_string())
-            .and_then(|blob| {
-                let target = dir.path().join(relative);
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        chain.push(Arc::new(DirIgnores {
+            gitignore: ignore_file(git, &dir_path, own(".gitignore")),
+            sourceignore: ignore_file(git, &dir_path, own(".sourceignore")),
+        }));
+        for entry in tree.iter() {
+            let name = entry.name_bytes();
+            let kind = match (entry.kind(), entry.filemode()) {
+                (Some(git2::ObjectType::Tree), _) => EntryKind::Dir,
+                (Some(git2::ObjectType::Blob), 0o120000) => EntryKind::Symlink,
+                (Some(git2::ObjectType::Blob), _) => EntryKind::File,
+                // A submodule: its commit is not in this repository.
+                _ => continue,
+            };
+            let is_dir = kind == EntryKind::Dir;
+            let shown = String::from_utf8_lossy(name);
+            let rel_of = |name: &str| {
+                if dir.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{dir}/{name}")
                 }
-                std::fs::write(&target, blob.content()).map_err(|e| e.to_string())
+            };
+            if let Some(why) = refused_name(name) {
+                listing.problems.push((
+                    rel_of(&shown.escape_debug().to_string()),
+                    format!(
+                        "skipped{}: git refuses a tree entry named {:?} ({why}), so no checkout has it",
+                        if is_dir { " with everything below it" } else { "" },
+                        shown
+                    ),
+                ));
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(name) else {
+                listing.problems.push((rel_of(&shown), not_utf8(is_dir)));
+                continue;
+            };
+            let rel = rel_of(name);
+            let path = root.join(&rel);
+            if kind == EntryKind::File {
+                blobs.insert(rel.clone(), entry.id());
+            }
+            if ignores.leaves_out(&path, is_dir) || ignored(&chain, &path, is_dir) {
+                continue;
+            }
+            listing.entries.push(WalkedEntry {
+                default_ignored: ignores.default_ignored(&path, is_dir),
+                rel: rel.clone(),
+                kind,
             });
-        match written {
-            Ok(()) => git2::TreeWalkResult::Ok,
-            Err(e) => {
-                failure = Some(e);
-                git2::TreeWalkResult::Abort
+            if is_dir {
+                pending.push((rel, entry.id(), chain.clone()));
             }
         }
-    })
-    .map_err(|e| read(e.message().to_string()))?;
-    if let Some(e) = failure {
-        return Err(read(e));
     }
-    let repo = Repo::load(dir.path())?;
-    Ok((repo, dir))
+    Ok(listing)
+}
+
+/// Whether the ignore files of `chain` (root first) ignore `path`: the `ignore` crate's rule,
+/// which the work-tree walk uses — the nearest directory with a match decides, and a
+/// `.sourceignore` match (a custom ignore file) wins over a `.gitignore` one.
+fn ignored(chain: &[Arc<DirIgnores>], path: &Path, is_dir: bool) -> bool {
+    let nearest = |pick: fn(&DirIgnores) -> &Gitignore| {
+        chain
+            .iter()
+            .rev()
+            .map(|d| pick(d).matched(path, is_dir))
+            .find(|m| !m.is_none())
+    };
+    let decided = nearest(|d| &d.sourceignore).or_else(|| nearest(|d| &d.gitignore));
+    matches!(decided, Some(Match::Ignore(_)))
+}
+
+/// The matcher of one ignore file at `dir`, read as the `ignore` crate reads one from disk: line
+/// by line, a leading BOM dropped, up to the first line that is not UTF-8; a line that is not
+/// a valid pattern is left out. A blob over the size limit, or unreadable, ignores nothing.
+fn ignore_file(git: &git2::Repository, dir: &Path, blob: Option<git2::Oid>) -> Gitignore {
+    let Some(bytes) = blob.and_then(|id| read_blob(git, id).ok()) else {
+        return Gitignore::empty();
+    };
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            let whole_lines = valid.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+            std::str::from_utf8(&valid[..whole_lines]).unwrap_or_default()
+        }
+    };
+    let mut builder = GitignoreBuilder::new(dir);
+    for (i, line) in text.lines().enumerate() {
+        let line = if i == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_refuses_the_names_it_reserves() {
+        for name in [
+            "",
+            ".",
+            "..",
+            ".git",
+            ".GIT",
+            ".Git",
+            ".git.",
+            ".git ",
+            ".git . ",
+            ".git:x",
+            "git~1",
+            "GIT~1",
+            "a/b",
+            "../x",
+            "/abs",
+            ".g\u{200c}it",
+            "\u{feff}.GIT",
+        ] {
+            assert!(refused_name(name.as_bytes()).is_some(), "{name:?}");
+        }
+        for name in [
+            ".gitignore",
+            ".github",
+            "git",
+            ".git-crypt",
+            "x.git",
+            "git~2",
+            "...",
+            ".sourceignore",
+        ] {
+            assert_eq!(refused_name(name.as_bytes()), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("refs/remotes/origin/main"), "origin/main");
+        assert_eq!(short_name("HEAD"), "HEAD");
+    }
 }

@@ -138,7 +138,7 @@ fn entry_data(
     };
     let read = |rel: &str| -> Result<String, String> {
         let path = join(dir, rel).ok_or_else(|| format!("`{rel}` leaves the repository root"))?;
-        std::fs::read_to_string(repo.root.join(&path))
+        repo.read_text(&path)
             .map_err(|e| format!("cannot read {path}: {e}"))
     };
     let mut data = Vec::new();
