@@ -28,6 +28,7 @@ const CASES: &[&str] = &[
     "fm002-generated",
     "fm002-runners-folder",
     "fm002-components",
+    "fm002-outer-components",
 ];
 
 #[test]
@@ -466,6 +467,33 @@ fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing() {
                     layer.id
                 );
             }
+        }
+    }
+}
+
+/// A move must be live: after the rewrite, every new layer is applied by the same parent layer as
+/// the one it was split from (asked of the model, independent of the render gate), and the
+/// old layer is still applied there.
+#[test]
+fn the_new_layer_is_applied_by_the_same_parent_as_the_old_one() {
+    for case in CASES {
+        let old: BTreeSet<String> = fm002_findings(&fixture(case, "before"))
+            .into_iter()
+            .map(|(layer, _)| layer)
+            .collect();
+        let repo = Repo::load(&fixture(case, "after")).unwrap();
+        let model = Model::build(&repo, &Default::default());
+        let parent = |name: &str| {
+            let (_, layer) = model
+                .live_layers()
+                .find(|(_, l)| l.id.name == name)
+                .unwrap_or_else(|| panic!("{case}: no live layer {name}"));
+            layer.applied_by.map(|p| model.layer(p).id.to_string())
+        };
+        for name in &old {
+            let new = format!("{name}-runners");
+            assert!(parent(name).is_some(), "{case}: {name} has no parent");
+            assert_eq!(parent(&new), parent(name), "{case}: {new} vs {name}");
         }
     }
 }
@@ -1171,5 +1199,59 @@ fn an_overlay_patch_of_the_old_layer_is_named_as_not_carried() {
             "not carried: the patch at clusters/lab/kustomization.yaml:7 of flux-system/apps by name (review whether apps-runners needs the same)"
         ),
         "{patched}"
+    );
+}
+
+/// Components and targeted patches of an outer kustomization reach the runner after what the
+/// kustomizations inside it did: they are carried into the new folder (components and patch
+/// files re-rooted) when none of those transforms it, and refused with the reason when one does
+/// (one new kustomization would run them first).
+#[test]
+fn outer_components_and_patches_are_carried_unless_an_inner_kustomization_transforms_first() {
+    let repo = |base_extra: &str| {
+        let repo = Repo2::new();
+        repo.layer("apps", "./apps/prod", "  wait: true\n")
+            .write(
+                "apps/prod/kustomization.yaml",
+                "resources:\n  - ../base\npatches:\n  - path: runner-memory.yaml\n    target:\n      kind: Deployment\n      name: runner\ncomponents:\n  - ../../components/ci-pool\n",
+            )
+            .write(
+                "apps/prod/runner-memory.yaml",
+                "- op: add\n  path: /spec/template/spec/containers/0/resources\n  value: {limits: {memory: 2Gi}}\n",
+            )
+            .write(
+                "components/ci-pool/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target:\n      kind: Deployment\n    patch: |\n      - op: add\n        path: /spec/template/spec/nodeSelector\n        value: {pool: ci}\n",
+            )
+            .write(
+                "apps/base/kustomization.yaml",
+                format!("{base_extra}resources:\n  - web.yaml\n  - runner.yaml\n"),
+            )
+            .write("apps/base/web.yaml", WEB)
+            .write(
+                "apps/base/runner.yaml",
+                deployment("runner", "gitea/act_runner:0.2", ""),
+            );
+        repo
+    };
+    let plain = repo("");
+    assert!(plain.write_fix().contains("builtin + kustomize"));
+    assert_eq!(
+        plain.read("apps/base/runners/kustomization.yaml"),
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# Split out of apps/base by fluxmend FM002; applied by the Flux Kustomization apps-runners.\npatches:\n  - path: ../../prod/runner-memory.yaml\n    target:\n      kind: Deployment\n      name: runner\nresources:\n  - runner.yaml\ncomponents:\n  - ../../../components/ci-pool\n"
+    );
+    let runner = kubectl_kustomize(&plain.path().join("apps/base/runners"));
+    assert!(
+        runner.contains("pool: ci") && runner.contains("memory: 2Gi"),
+        "{runner}"
+    );
+    // The base sets a namespace first: the outer patch selected the runner after it did.
+    let transformed = repo("namespace: ci\n");
+    let reason = refusal(&transformed);
+    assert!(
+        reason.contains(
+            "apps/prod/kustomization.yaml:4: a patch that may target the moved objects runs after a namespace, name or label transformer at apps/base/kustomization.yaml:1, in a kustomization inside it"
+        ),
+        "{reason}"
     );
 }

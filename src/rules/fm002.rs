@@ -588,7 +588,7 @@ impl Ctx<'_, '_, '_> {
         let (kfile, item) = bringing_entry(model, r, k - 1)
             .ok_or_else(|| format!("cannot find the resources entry that lists {dir}"))?;
         self.remove_entries(kfile, &[item])?;
-        let carried = self.carry(an, &r.chain[..k], members, false)?;
+        let carried = self.carry(an, &r.chain[..k], members)?;
         if carried.is_empty() {
             return Ok(dir.to_string());
         }
@@ -601,7 +601,7 @@ impl Ctx<'_, '_, '_> {
             Some(lister),
             listing_dir,
             layer_name,
-            &carried.lines,
+            &carried.lines_for(&folder),
             &[rel],
             &carried.components_from(&folder),
         );
@@ -739,7 +739,7 @@ impl Ctx<'_, '_, '_> {
                 None => files.push((file, vec![i])),
             }
         }
-        let carried = self.carry(an, chain, members, true)?;
+        let carried = self.carry(an, chain, members)?;
         if let Some(dir) = self.own_folder(listing, &files) {
             return self.plan_own_folder(dir, chain, &files, &carried, layer_name);
         }
@@ -853,7 +853,7 @@ impl Ctx<'_, '_, '_> {
             lister,
             &from,
             layer_name,
-            &carried.lines,
+            &carried.lines_for(&folder),
             &entries,
             &carried.components_from(&folder),
         );
@@ -940,7 +940,7 @@ impl Ctx<'_, '_, '_> {
             Some(lister),
             parent_of(&lister.path),
             layer_name,
-            &carried.lines,
+            &carried.lines_for(&dir),
             &entries,
             &carried.components_from(&dir),
         );
@@ -968,16 +968,17 @@ impl Ctx<'_, '_, '_> {
         Ok(())
     }
 
-    /// The lines (without line endings) that make the new kustomization do to the moved
-    /// objects what `levels` (outermost first) did: namespace, name prefix/suffix, labels,
-    /// annotations, images, and the innermost level's targeted inline patches. Anything that
-    /// cannot be carried over exactly is an error naming it.
+    /// What makes the new kustomization do to the moved objects what `levels` (outermost
+    /// first) did: namespace, name prefix/suffix, labels, annotations, images, targeted patches
+    /// and transforming components. Carried into one kustomization, the operations of several
+    /// levels keep their order only when no level inside another runs a later [`Stage`] than
+    /// it on the moved objects; anything that cannot be carried over exactly is an error
+    /// naming it.
     fn carry(
         &mut self,
         an: &mut Analysis,
         levels: &[FileId],
         members: &[usize],
-        innermost_is_listing: bool,
     ) -> Result<Carried, String> {
         let model = self.model;
         let moved: Vec<&Rendered> = members
@@ -988,8 +989,11 @@ impl Ctx<'_, '_, '_> {
         let mut prefixes: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
         let mut suffixes: Vec<(usize, NodeId, NodeId, String)> = Vec::new();
         let mut plain: BTreeMap<&str, Vec<(usize, NodeId, NodeId)>> = BTreeMap::new();
-        let mut patches: Vec<String> = Vec::new();
-        let mut components: Vec<String> = Vec::new();
+        let mut patches: Vec<(usize, CarriedPatch)> = Vec::new();
+        let mut json6902: Vec<(usize, CarriedPatch)> = Vec::new();
+        let mut components: Vec<(usize, String)> = Vec::new();
+        // (level, stage, where, what) of every operation on the moved objects.
+        let mut ops: Vec<(usize, Stage, String, &str)> = Vec::new();
         for (level, &file) in levels.iter().enumerate() {
             let f = model.repo.file(file);
             let yaml = &f.yaml;
@@ -999,7 +1003,6 @@ impl Ctx<'_, '_, '_> {
             let NodeKind::Mapping { entries, .. } = yaml.node(k.root).kind else {
                 continue;
             };
-            let innermost = innermost_is_listing && level + 1 == levels.len();
             let at = |n: NodeId| format!("{}:{}", f.path, yaml.line_of(yaml.node(n).span.start));
             for &(key, value) in entries {
                 let name = yaml.scalar(key).unwrap_or_default();
@@ -1007,37 +1010,52 @@ impl Ctx<'_, '_, '_> {
                 match name {
                     "apiVersion" | "kind" | "metadata" | "resources" | "bases" | "sortOptions"
                     | "generatorOptions" | "openapi" | "crds" => {}
-                    "namespace" if !text.is_empty() => namespaces.push((level, key, value, text)),
-                    "namePrefix" if !text.is_empty() => prefixes.push((level, key, value, text)),
-                    "nameSuffix" if !text.is_empty() => suffixes.push((level, key, value, text)),
-                    "namespace" | "namePrefix" | "nameSuffix" => {}
-                    "commonLabels" | "labels" | "commonAnnotations" | "images" => {
-                        plain.entry(name).or_default().push((level, key, value));
+                    "namespace" | "namePrefix" | "nameSuffix" if text.is_empty() => {}
+                    "namespace" | "namePrefix" | "nameSuffix" | "commonLabels" | "labels"
+                    | "commonAnnotations" | "images" => {
+                        let (stage, what) = if name == "images" {
+                            (Stage::Images, "`images`")
+                        } else {
+                            (Stage::Metadata, "a namespace, name or label transformer")
+                        };
+                        ops.push((level, stage, at(key), what));
+                        match name {
+                            "namespace" => namespaces.push((level, key, value, text)),
+                            "namePrefix" => prefixes.push((level, key, value, text)),
+                            "nameSuffix" => suffixes.push((level, key, value, text)),
+                            _ => plain.entry(name).or_default().push((level, key, value)),
+                        }
                     }
                     "patches" | "patchesStrategicMerge" | "patchesJson6902" => {
                         for &item in yaml.items(value) {
                             if !patch_may_touch(model, f.path.as_str(), yaml, item, &moved) {
                                 continue;
                             }
-                            let inline_targeted = name == "patches"
-                                && yaml.lookup(item, &["target"]).is_some()
-                                && yaml.lookup(item, &["patch"]).is_some();
-                            if innermost && inline_targeted {
-                                let dash =
-                                    yaml.node(item).dash.ok_or("patch item without a dash")?;
-                                let start = yaml.line_start(dash);
-                                let end = edit::after_line(&yaml.text, yaml.node(item).span.end);
-                                patches.push(
-                                    edit::resolved_text(yaml, start, end)
-                                        .replace("\r\n", "\n")
-                                        .trim_end_matches('\n')
-                                        .to_string(),
-                                );
-                            } else {
+                            let targeted = name != "patchesStrategicMerge"
+                                && yaml.lookup(item, &["target"]).is_some();
+                            if !targeted {
                                 return Err(format!(
-                                    "{}: a patch that may target the moved objects; fluxmend carries over only targeted inline `patches` of the kustomization that lists them",
+                                    "{}: a patch without a target names a moved object; it would fail in the kustomization the object leaves, and fluxmend does not move patch entries",
                                     at(item)
                                 ));
+                            }
+                            let patch = CarriedPatch::read(yaml, &f.path, item)?;
+                            if name == "patches" {
+                                ops.push((
+                                    level,
+                                    Stage::Patch,
+                                    at(item),
+                                    "a patch that may target the moved objects",
+                                ));
+                                patches.push((level, patch));
+                            } else {
+                                ops.push((
+                                    level,
+                                    Stage::Json6902,
+                                    at(item),
+                                    "a JSON6902 patch that may target the moved objects",
+                                ));
+                                json6902.push((level, patch));
                             }
                         }
                     }
@@ -1073,11 +1091,8 @@ impl Ctx<'_, '_, '_> {
                         }
                     }
                     "components" => {
-                        // A component runs before its kustomization's own transformers and after
-                        // those of the levels inside it: in the one new kustomization (which
-                        // applies every carried level's transformers) that order holds for a
-                        // component of the last level only. One that adds objects would add them
-                        // twice.
+                        // A component that adds objects would add them to both layers; one that
+                        // transforms the moved objects is carried (and stays for the others).
                         for c in &k.components {
                             let comp = match &c.target {
                                 RefTarget::Dir(d) => model.kustomize_dirs.get(d).map(|k| (d, k)),
@@ -1085,16 +1100,21 @@ impl Ctx<'_, '_, '_> {
                             };
                             match comp {
                                 Some((_, comp)) if only_resources(model, comp.file) => {}
-                                Some((d, comp))
-                                    if level + 1 == levels.len()
-                                        && transforms_only(model, comp.file) =>
-                                {
-                                    components.push(d.clone());
+                                Some((d, comp)) if transforms_only(model, comp.file) => {
+                                    if component_touches(model, comp.file, &moved)? {
+                                        ops.push((
+                                            level,
+                                            Stage::Component,
+                                            at(c.item),
+                                            "a component",
+                                        ));
+                                        components.push((level, d.clone()));
+                                    }
                                 }
                                 _ => {
                                     return Err(format!(
-                                        "{}: a component of this kustomization may change the moved objects and cannot be carried over as it is (it adds objects, or an inner kustomization transforms them first)",
-                                        at(value)
+                                        "{}: a component of this kustomization may change the moved objects and cannot be carried over as it is (it adds objects)",
+                                        at(c.item)
                                     ));
                                 }
                             }
@@ -1106,6 +1126,19 @@ impl Ctx<'_, '_, '_> {
                             at(key)
                         ));
                     }
+                }
+            }
+        }
+        // kustomize runs a level's operations after those of every level inside it; the new
+        // kustomization runs them by stage. Namespace, name and label transformers and image
+        // tags change different fields: their order does not matter.
+        for (inner, a_stage, a_at, a_what) in &ops {
+            for (outer, b_stage, b_at, b_what) in &ops {
+                let commute = matches!((a_stage, b_stage), (Stage::Images, Stage::Metadata));
+                if inner > outer && a_stage > b_stage && !commute {
+                    return Err(format!(
+                        "{b_at}: {b_what} runs after {a_what} at {a_at}, in a kustomization inside it; one new kustomization would run it first, so it cannot be carried over as it is"
+                    ));
                 }
             }
         }
@@ -1224,29 +1257,55 @@ impl Ctx<'_, '_, '_> {
                 }
             }
         }
-        if !patches.is_empty() {
-            lines.push("patches:".into());
-            lines.extend(
-                patches
-                    .iter()
-                    .flat_map(|p| p.split('\n').map(str::to_string)),
-            );
-        }
-        Ok(Carried { lines, components })
+        // Inner levels first: their operations ran first.
+        let inner_first = |mut v: Vec<(usize, CarriedPatch)>| {
+            v.sort_by_key(|(level, _)| std::cmp::Reverse(*level));
+            v.into_iter().map(|(_, p)| p).collect::<Vec<_>>()
+        };
+        components.sort_by_key(|(level, _)| std::cmp::Reverse(*level));
+        Ok(Carried {
+            lines,
+            patches: inner_first(patches),
+            json6902: inner_first(json6902),
+            components: components.into_iter().map(|(_, d)| d).collect(),
+        })
     }
 }
 
 /// What a new folder's kustomization does to the moved objects: the carried fields (lines
-/// without line endings), and the components it applies (repository directories, written
-/// relative to the new folder).
+/// without line endings), the patches it applies, and the components (repository
+/// directories), whose paths are written relative to the new folder.
 struct Carried {
     lines: Vec<String>,
+    patches: Vec<CarriedPatch>,
+    json6902: Vec<CarriedPatch>,
     components: Vec<String>,
 }
 
 impl Carried {
     fn is_empty(&self) -> bool {
-        self.lines.is_empty() && self.components.is_empty()
+        self.lines.is_empty()
+            && self.patches.is_empty()
+            && self.json6902.is_empty()
+            && self.components.is_empty()
+    }
+
+    /// The kustomization lines of the new folder `folder`: the carried fields, then the
+    /// patches with their files re-rooted.
+    fn lines_for(&self, folder: &str) -> Vec<String> {
+        let mut lines = self.lines.clone();
+        for (key, list) in [
+            ("patches", &self.patches),
+            ("patchesJson6902", &self.json6902),
+        ] {
+            if !list.is_empty() {
+                lines.push(format!("{key}:"));
+                for p in list {
+                    lines.extend(p.text_for(folder).split('\n').map(str::to_string));
+                }
+            }
+        }
+        lines
     }
 
     /// The component directories relative to `folder`.
@@ -1256,6 +1315,109 @@ impl Carried {
             .map(|c| relative_path(folder, c))
             .collect()
     }
+}
+
+/// A patch entry carried into a new kustomization: its text as written (from its dash to its
+/// end, aliases resolved, LF line endings), with the file it names (`path:`) re-rooted.
+struct CarriedPatch {
+    before: String,
+    /// The repository path of the patch file, and the entry's text after its `path` value.
+    file: Option<(String, String)>,
+}
+
+impl CarriedPatch {
+    fn read(yaml: &YamlFile, kfile_path: &str, item: NodeId) -> Result<CarriedPatch, String> {
+        let dash = yaml.node(item).dash.ok_or("patch item without a dash")?;
+        let start = yaml.line_start(dash);
+        let end = edit::after_line(&yaml.text, yaml.node(item).span.end);
+        let text = |a: usize, b: usize| {
+            edit::resolved_text(yaml, a, b)
+                .replace("\r\n", "\n")
+                .to_string()
+        };
+        let path = yaml
+            .lookup(item, &["path"])
+            .and_then(|n| yaml.scalar(n).map(|p| (n, p)));
+        Ok(match path {
+            Some((node, p)) => {
+                let span = yaml.node(node).span;
+                let file = join(parent_of(kfile_path), p).ok_or_else(|| {
+                    format!("{kfile_path}: patch path `{p}` leaves the repository")
+                })?;
+                CarriedPatch {
+                    before: text(start, span.start),
+                    file: Some((file, text(span.end, end).trim_end_matches('\n').to_string())),
+                }
+            }
+            None => CarriedPatch {
+                before: text(start, end).trim_end_matches('\n').to_string(),
+                file: None,
+            },
+        })
+    }
+
+    fn text_for(&self, folder: &str) -> String {
+        match &self.file {
+            Some((file, after)) => format!(
+                "{}{}{after}",
+                self.before,
+                edit::scalar_text(&relative_path(folder, file))
+            ),
+            None => self.before.clone(),
+        }
+    }
+}
+
+/// Where an operation on the moved objects runs within one kustomization: its components
+/// after its resources and generators, then kustomize's builtin transformers in their fixed
+/// order (`configureBuiltinTransformers`: strategic-merge patches, patches, namespace,
+/// prefix, suffix, labels, annotations, JSON6902 patches, replicas, images).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Component,
+    Patch,
+    /// namespace, namePrefix/nameSuffix, labels, annotations.
+    Metadata,
+    Json6902,
+    Images,
+}
+
+/// Whether a transforming component may change the moved objects: any transformer but a
+/// patch that targets none of them. A patch without a target that names one would fail in the
+/// kustomization the object leaves (the component stays there for the others).
+fn component_touches(model: &Model, file: FileId, moved: &[&Rendered]) -> Result<bool, String> {
+    let f = model.repo.file(file);
+    let Some(doc) = f.yaml.docs.first() else {
+        return Ok(false);
+    };
+    let NodeKind::Mapping { entries, .. } = f.yaml.node(doc.root).kind else {
+        return Ok(true);
+    };
+    let mut touches = false;
+    for &(key, value) in entries {
+        match f.yaml.scalar(key).unwrap_or_default() {
+            "apiVersion" | "kind" | "metadata" => {}
+            field @ ("patches" | "patchesStrategicMerge" | "patchesJson6902") => {
+                for &item in f.yaml.items(value) {
+                    if !patch_may_touch(model, &f.path, &f.yaml, item, moved) {
+                        continue;
+                    }
+                    if field == "patchesStrategicMerge"
+                        || f.yaml.lookup(item, &["target"]).is_none()
+                    {
+                        return Err(format!(
+                            "{}:{}: a patch without a target names a moved object; it would fail in the kustomization the object leaves, and fluxmend does not move patch entries",
+                            f.path,
+                            f.yaml.line_of(f.yaml.node(item).span.start)
+                        ));
+                    }
+                    touches = true;
+                }
+            }
+            _ => touches = true,
+        }
+    }
+    Ok(touches)
 }
 
 /// A component that only transforms what it is applied to: no resources, generators or
