@@ -7,6 +7,8 @@ use common::{assert_no_finding_of, assert_unfixable_and_documented, fixture, flu
 
 const CASES: &[&str] = &[
     "fm004-instance-patches",
+    "fm004-instance-order",
+    "fm004-flux-components",
     "fm004-layer-patches",
     "fm004-clean",
 ];
@@ -65,4 +67,54 @@ fn kubectl_kustomize_drops_the_reported_patch_silently() {
         check.stdout
     );
     assert!(!check.stdout.contains("labelSelector"), "{}", check.stdout);
+}
+
+/// flux-operator runs an instance's patches before its namespace and label transformers
+/// (internal/builder/templates.go): a target with `namespace:` or a labelSelector on a label the
+/// operator adds selects nothing (errors); kind is an anchored regular expression, the sync
+/// objects carry their namespace, part-of is in the manifests (no finding); a component the
+/// instance does not install is a note.
+#[test]
+fn instance_patches_select_what_the_operator_has_when_it_applies_them() {
+    let (code, findings) = common::rule_findings(&fixture("fm004-instance-order", "before"), "FM004");
+    let at: Vec<(u64, &str)> = findings
+        .iter()
+        .map(|f| (f["line"].as_u64().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(at, vec![(23, "error"), (32, "error"), (65, "note")], "{findings:#?}");
+    assert_eq!(code, 1);
+    let message = |i: usize| findings[i]["message"].as_str().unwrap();
+    assert!(message(0).contains("must not contain a namespace"), "{}", message(0));
+    assert!(message(0).contains("remove `namespace:`"), "{}", message(0));
+    assert!(message(1).contains("app.kubernetes.io/managed-by"), "{}", message(1));
+    assert!(message(2).contains("does not install"), "{}", message(2));
+}
+
+/// A Flux Kustomization's `spec.components` join the kustomization at its path (fluxcd/pkg
+/// kustomize_generator.go): that kustomization's patches select their objects. kubectl agrees on
+/// a copy where the component is appended as Flux does: the HPA patch applies, the ScaledObject
+/// (named `${APP}` until postBuild) and the PodDisruptionBudget patches change nothing.
+#[test]
+fn flux_components_are_part_of_the_build_their_patches_see() {
+    let root = fixture("fm004-flux-components", "before");
+    let (_, findings) = common::rule_findings(&root, "FM004");
+    let lines: Vec<u64> = findings.iter().map(|f| f["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, vec![26, 34], "{findings:#?}");
+    assert!(
+        findings[1]["message"].as_str().unwrap().contains("postBuild substitutes"),
+        "{findings:#?}"
+    );
+    let copy = tempfile::tempdir().unwrap();
+    common::copy_tree(&root, copy.path());
+    let kustomization = copy.path().join("apps/lab/kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).unwrap().replace(
+        "  - ../components/nfs-scaler\n",
+        "  - ../components/nfs-scaler\n  - ../components/autoscaling\n",
+    );
+    std::fs::write(&kustomization, text).unwrap();
+    let rendered = common::kubectl_kustomize(&copy.path().join("apps/lab"));
+    assert!(rendered.contains("maxReplicas: 2"), "{rendered}");
+    assert!(rendered.contains("tier: media"), "{rendered}");
+    assert!(rendered.contains("minReplicaCount: 0"), "{rendered}");
+    assert!(!rendered.contains("PodDisruptionBudget"), "{rendered}");
 }

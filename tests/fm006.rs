@@ -10,6 +10,7 @@ const CASES: &[&str] = &[
     "fm006-sync-at-bootstrap",
     "fm006-verify-in-sync-file",
     "fm006-bootstrap-only",
+    "fm006-defects",
 ];
 
 #[test]
@@ -36,4 +37,30 @@ fn the_negative_control_has_no_finding() {
 #[test]
 fn no_fix_is_offered_and_explain_documents_the_rule() {
     assert_unfixable_and_documented("FM006", "root-source-trust-loop", "fm006-verify-patch");
+}
+
+/// Severity by what the setting costs: a credentials name (pullSecret, secretRef) is no finding;
+/// a well-formed verify or certSecretRef delivered through its own source is a note (the
+/// layout's risk, the recovery, the alternatives); a concrete defect raises it: a list cosign
+/// refuses or a regexp Go does not compile (error), a verify patch that selects nothing
+/// (warning).
+#[test]
+fn severity_follows_the_defect_not_the_layout() {
+    let (code, findings) = common::rule_findings(&fixture("fm006-defects", "before"), "FM006");
+    let at: Vec<(u64, &str)> = findings
+        .iter()
+        .map(|f| (f["line"].as_u64().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(at, vec![(26, "error"), (39, "warning"), (47, "note")], "{findings:#?}");
+    assert_eq!(code, 1);
+    let message = |i: usize| findings[i]["message"].as_str().unwrap();
+    assert!(message(0).contains("lists 2 identities"), "{}", message(0));
+    assert!(message(0).contains("Go compiles"), "{}", message(0));
+    assert!(message(1).contains("selects no object"), "{}", message(1));
+    assert!(message(2).contains("Recovery: re-apply"), "{}", message(2));
+    // The layout of devantler-tech/platform#3006 with well-formed values: notes only.
+    let (code, findings) = common::rule_findings(&fixture("fm006-verify-patch", "before"), "FM006");
+    assert!(findings.iter().all(|f| f["severity"] == "note"), "{findings:#?}");
+    assert_eq!(findings.len(), 2);
+    let _ = code;
 }

@@ -36,3 +36,22 @@ fn no_fix_is_offered_and_explain_documents_the_rule() {
         "fm007-overlapping-patches",
     );
 }
+
+/// flux-operator appends the instance's patches after its own and kustomize applies them in
+/// order: the later patch decides, deterministically (a note naming it). A patch whose target
+/// selects nothing when the operator applies it (`namespace:`) is not compared.
+#[test]
+fn the_later_patch_decides_and_only_selecting_targets_are_compared() {
+    let root = fixture("fm007-overlapping-patches", "before");
+    let (_, findings) = common::rule_findings(&root, "FM007");
+    let at: Vec<(u64, &str)> = findings
+        .iter()
+        .map(|f| (f["line"].as_u64().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(at, vec![(31, "note"), (54, "note")], "{findings:#?}");
+    for f in &findings {
+        let message = f["message"].as_str().unwrap();
+        assert!(message.contains("applied last and decides"), "{message}");
+        assert!(!message.contains(":63"), "{message}");
+    }
+}

@@ -9,7 +9,9 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::FileId;
 use crate::parse::{NodeId, YamlFile};
 
-use super::kustomize::{RefTarget, Rendered, Renderer, Transform, check_unique, display_dir};
+use super::kustomize::{
+    RefTarget, Rendered, Renderer, ResourceRef, Transform, check_unique, display_dir,
+};
 use super::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, join, normalize};
 
 /// Index of a layer in [`Model::layers`].
@@ -532,13 +534,70 @@ fn expand_path(
     Ok(current)
 }
 
-/// Render what Flux applies from `dir`: its kustomization, or the one Flux generates.
-fn render_layer_dir(renderer: &mut Renderer, dir: &str) -> (bool, Result<Vec<Rendered>, String>) {
-    if has_kustomization_file(renderer.model, dir) {
-        // Flux generates only when there is no kustomization file; an unusable one fails.
-        return (false, renderer.render_dir_owned(dir));
+impl Model<'_> {
+    /// A Flux Kustomization's `spec.components`, resolved against the directory `dir` of one of
+    /// its variants. Flux appends them to the kustomization at the path (fluxcd/pkg
+    /// `kustomize/kustomize_generator.go`); with `ignoreMissingComponents` a missing one is
+    /// left out, otherwise it fails the build.
+    pub fn flux_components(&self, layer: &Layer, dir: &str) -> Result<Vec<ResourceRef>, String> {
+        let Some(obj) = layer.object.map(|o| self.object(o)) else {
+            return Ok(Vec::new());
+        };
+        let yaml = &self.repo.file(obj.file).yaml;
+        let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) else {
+            return Ok(Vec::new());
+        };
+        let ignore_missing = yaml
+            .lookup(obj.root, &["spec", "ignoreMissingComponents"])
+            .and_then(|n| yaml.value(n).ok())
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        let mut out = Vec::new();
+        for &item in yaml.items(list) {
+            let Some(text) = yaml.scalar(item) else {
+                continue;
+            };
+            let target = match join(dir, text) {
+                Some(p) if self.repo.is_dir(&p) => RefTarget::Dir(p),
+                Some(_) if ignore_missing => continue,
+                Some(p) if self.repo.is_file(&p) => {
+                    return Err(format!("component `{text}` is not a directory"));
+                }
+                _ => return Err(format!("component `{text}` does not exist")),
+            };
+            out.push(ResourceRef {
+                text: text.to_string(),
+                item,
+                target,
+            });
+        }
+        Ok(out)
     }
-    (true, generate(renderer, dir))
+}
+
+/// Render what Flux applies from `dir`: its kustomization, or the one Flux generates, with the
+/// layer's `spec.components` appended.
+fn render_layer_dir(
+    renderer: &mut Renderer,
+    layer: &Layer,
+    dir: &str,
+) -> (bool, Result<Vec<Rendered>, String>) {
+    let model = renderer.model;
+    let components = match model.flux_components(layer, dir) {
+        Ok(c) => c,
+        Err(e) => return (!has_kustomization_file(model, dir), Err(e)),
+    };
+    if has_kustomization_file(model, dir) {
+        // Flux generates only when there is no kustomization file; an unusable one fails.
+        return (false, renderer.render_dir_with(dir, &components));
+    }
+    let generated = generate(renderer, dir).and_then(|mut out| {
+        for c in &components {
+            renderer.add_component(c, None, &mut out)?;
+        }
+        Ok(out)
+    });
+    (true, generated)
 }
 
 /// Whether `dir` holds a file kustomize takes as its kustomization (usable or not).
@@ -871,13 +930,13 @@ impl Builder<'_, '_> {
         let mut applied = Vec::new();
         let mut variants = Vec::new();
         for (dir, bindings) in matches {
-            let (generated, result) = render_layer_dir(&mut self.renderer, &dir);
+            let (generated, result) = render_layer_dir(&mut self.renderer, &layer, &dir);
             let (mut inventory, mut error) = match result {
                 Ok(objs) => (objs, None),
                 Err(e) => (Vec::new(), Some(e)),
             };
             if error.is_none() {
-                error = self.flux_overlays(&layer, &dir, &mut inventory).err();
+                error = self.flux_overlays(&layer, &mut inventory).err();
             }
             if let Some(e) = &error {
                 self.diagnostics.push(
@@ -935,13 +994,12 @@ impl Builder<'_, '_> {
         applied
     }
 
-    /// What Flux layers on top of the build: `spec.components`, then `targetNamespace`,
-    /// `namePrefix`, `nameSuffix`.
+    /// What Flux layers on top of the build (its `spec.components` are part of it):
+    /// `targetNamespace`, `namePrefix`, `nameSuffix`.
     fn flux_overlays(
         &mut self,
         layer: &Layer,
-        dir: &str,
-        inventory: &mut Vec<Rendered>,
+        inventory: &mut [Rendered],
     ) -> Result<(), String> {
         let model = self.renderer.model;
         let Some(obj) = layer.object.map(|o| model.object(o)) else {
@@ -953,33 +1011,6 @@ impl Builder<'_, '_> {
                 .and_then(|n| yaml.scalar(n))
                 .map(str::to_string)
         };
-        if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
-            for &item in yaml.items(list) {
-                let Some(text) = yaml.scalar(item) else {
-                    continue;
-                };
-                let target = match join(dir, text) {
-                    Some(p) if model.repo.is_dir(&p) => RefTarget::Dir(p),
-                    Some(p) => RefTarget::Missing(p),
-                    None => RefTarget::OutsideRoot,
-                };
-                let RefTarget::Dir(cdir) = target else {
-                    return Err(format!("component `{text}` does not exist"));
-                };
-                let Some(comp) = model.kustomize_dirs.get(&cdir) else {
-                    return Err(format!("component {cdir} has no kustomization file"));
-                };
-                for r in comp.resources.clone() {
-                    inventory.extend(self.renderer.render_ref(&r, &[comp.file])?);
-                }
-                let t = Transform {
-                    namespace: comp.namespace.as_deref().map(Name::from),
-                    prefix: &comp.name_prefix,
-                    suffix: &comp.name_suffix,
-                };
-                inventory.iter_mut().for_each(|o| t.apply(o));
-            }
-        }
         let target_namespace = scalar("targetNamespace");
         let prefix = scalar("namePrefix").unwrap_or_default();
         let suffix = scalar("nameSuffix").unwrap_or_default();

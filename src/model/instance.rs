@@ -1,7 +1,11 @@
 //! The objects a FluxInstance generates, as flux-operator builds them: its namespace, RBAC and
 //! network policies, each component's CRDs, ServiceAccount, Services and Deployment, and, for
 //! `spec.sync`, the root source and root Kustomization; with the transformer labels the operator
-//! adds and the instance's `spec.kustomize.patches` applied. Rules read this to judge patches
+//! adds and the instance's `spec.kustomize.patches` applied. The patches select objects as they
+//! are *before* the operator's namespace, label and annotation transformers (kustomize runs a
+//! kustomization's `patches` before its `namespace:` and its `transformers:`; flux-operator
+//! `internal/builder/templates.go`): a component's manifest has no namespace and none of the
+//! `managed-by`/`instance`/`version` labels yet. Rules read this to judge patches
 //! (does one select anything, do two overlap, does one set the root source's trust settings)
 //! without a cluster. What each component contributes is data: `rules/flux-distribution.yaml`.
 
@@ -36,6 +40,8 @@ struct Template {
     policy: bool,
     /// Labelled `control-plane: controller`.
     controller: bool,
+    /// Other labels written in the manifest (`labels:` in the data).
+    labels: Labels,
 }
 
 /// The parsed distribution data.
@@ -67,6 +73,15 @@ fn distribution() -> &'static Distribution {
                 .get("controller")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            labels: match v.get("labels") {
+                Some(Value::Map(entries)) => entries
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((k.as_str()?.to_string(), v.as_str().map(str::to_string)))
+                    })
+                    .collect(),
+                _ => Labels::new(),
+            },
         };
         let mut components = BTreeMap::new();
         if let Some(Value::Map(entries)) = data.get("components") {
@@ -87,6 +102,7 @@ fn distribution() -> &'static Distribution {
                         roles: false,
                         policy: false,
                         controller: false,
+                        labels: Labels::new(),
                     })
                     .collect();
                 objects.extend(
@@ -144,7 +160,11 @@ pub fn component_of(kind: &str, name: &str) -> Option<&'static str> {
 /// An object the operator generates for an instance, with the patches that reach it applied.
 #[derive(Clone, Debug)]
 pub struct GeneratedObject {
+    /// Its identity on the cluster (the instance's namespace set).
     pub key: ObjectKey,
+    /// What the instance's patches select it by: its identity, labels and annotations as the
+    /// manifest writes them, before the operator's namespace and label transformers.
+    pub at_patch_time: Written,
     /// The component it belongs to (`source-controller`), `None` for the instance's own
     /// namespace, RBAC, policies and sync objects.
     pub component: Option<String>,
@@ -156,6 +176,14 @@ pub struct GeneratedObject {
     /// The instance patches that select it, by index into [`InstanceObjects::patches`], in
     /// the order they apply.
     pub patched_by: Vec<usize>,
+}
+
+/// An object's identity, labels and annotations as its manifest writes them.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub key: ObjectKey,
+    pub labels: Labels,
+    pub annotations: Labels,
 }
 
 /// One entry of the instance's `spec.kustomize.patches`, with its provenance.
@@ -175,6 +203,9 @@ pub struct InstancePatch {
     /// Objects the model cannot tell whether it selects (a regular expression, a label whose
     /// value is only known on the cluster).
     pub undecided: usize,
+    /// Objects the target would select on the cluster (namespace, labels and annotations of
+    /// the operator's transformers) but does not at patch time, when they are not set yet.
+    pub selected_too_late: Vec<usize>,
 }
 
 impl InstancePatch {
@@ -275,11 +306,14 @@ impl Model<'_> {
             "app.kubernetes.io/version".into(),
             exact_version.map(|v| format!("v{v}")),
         );
-        let annotations: Labels = [(
-            "kustomize.toolkit.fluxcd.io/ssa".to_string(),
-            Some("Ignore".to_string()),
-        )]
-        .into();
+        // internal/builder/templates.go, annotationsTmpl.
+        let annotations: Labels = [
+            ("kustomize.toolkit.fluxcd.io/ssa", "Ignore"),
+            ("kustomize.toolkit.fluxcd.io/prune", "Disabled"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect();
         let network_policy = scalar(&["cluster", "networkPolicy"]) != Some("false");
         let mut templates: Vec<&Template> = data
             .common
@@ -295,13 +329,16 @@ impl Model<'_> {
         let mut objects: Vec<GeneratedObject> = templates
             .into_iter()
             .map(|t| {
-                let mut labels = common_labels.clone();
+                let mut written = t.labels.clone();
                 if let Some(c) = &t.component {
-                    labels.insert("app.kubernetes.io/component".into(), Some(c.clone()));
+                    written.insert("app.kubernetes.io/component".into(), Some(c.clone()));
+                    written.insert("app.kubernetes.io/part-of".into(), Some("flux".into()));
                 }
                 if t.controller {
-                    labels.insert("control-plane".into(), Some("controller".into()));
+                    written.insert("control-plane".into(), Some("controller".into()));
                 }
+                let mut labels = written.clone();
+                labels.extend(common_labels.clone());
                 let name = if t.name == "<namespace>" {
                     namespace.clone()
                 } else if t.roles {
@@ -309,16 +346,27 @@ impl Model<'_> {
                 } else {
                     t.name.clone()
                 };
-                generated(
-                    ObjectKey {
-                        api_version: Name::from(t.api_version.as_str()),
-                        kind: Name::from(t.kind.as_str()),
-                        namespace: (!t.cluster).then(|| Name::from(namespace.as_str())),
-                        name: Name::from(name.as_str()),
+                let key = ObjectKey {
+                    api_version: Name::from(t.api_version.as_str()),
+                    kind: Name::from(t.kind.as_str()),
+                    namespace: (!t.cluster).then(|| Name::from(namespace.as_str())),
+                    name: Name::from(name.as_str()),
+                };
+                // `roles/` is built by its own kustomization, which sets the namespace; the
+                // components' manifests and policies.yaml get it only after the patches.
+                let written = Written {
+                    key: ObjectKey {
+                        namespace: key.namespace.clone().filter(|_| t.roles),
+                        ..key.clone()
                     },
+                    labels: written,
+                    annotations: Labels::new(),
+                };
+                generated(
+                    key,
+                    written,
                     t.component.clone(),
-                    labels,
-                    annotations.clone(),
+                    (labels, annotations.clone()),
                     Vec::new(),
                 )
             })
@@ -353,20 +401,27 @@ impl Model<'_> {
                 namespace: Some(Name::from(source.namespace.as_str())),
                 name: Name::from(source.name.as_str()),
             };
+            // sync.yaml writes the namespace, and no labels.
+            let written = |key: ObjectKey| Written {
+                key,
+                labels: Labels::new(),
+                annotations: Labels::new(),
+            };
             root_source = Some(objects.len());
             objects.push(generated(
                 key(api_version, kind),
+                written(key(api_version, kind)),
                 None,
-                common_labels.clone(),
-                annotations.clone(),
+                (common_labels.clone(), annotations.clone()),
                 source_spec,
             ));
             root_kustomization = Some(objects.len());
+            let kustomization = key("kustomize.toolkit.fluxcd.io/v1", "Kustomization");
             objects.push(generated(
-                key("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+                kustomization.clone(),
+                written(kustomization),
                 None,
-                common_labels.clone(),
-                annotations.clone(),
+                (common_labels.clone(), annotations.clone()),
                 vec![
                     ("interval", s("10m0s")),
                     ("path", s(get("path").unwrap_or_default())),
@@ -401,6 +456,7 @@ impl Model<'_> {
                     body,
                     selected: Vec::new(),
                     undecided: 0,
+                    selected_too_late: Vec::new(),
                 });
             }
         }
@@ -419,7 +475,8 @@ impl Model<'_> {
                 patch.undecided += 1;
             }
             for (oi, object) in objects.iter_mut().enumerate() {
-                match selector.selects(&object.key, &object.labels, &object.annotations) {
+                let written = &object.at_patch_time;
+                match selector.selects(&written.key, &written.labels, &written.annotations) {
                     Selection::Yes => {
                         patch.selected.push(oi);
                         object.patched_by.push(pi);
@@ -428,7 +485,13 @@ impl Model<'_> {
                         }
                     }
                     Selection::Unknown => patch.undecided += 1,
-                    Selection::No => {}
+                    Selection::No => {
+                        let on_cluster =
+                            selector.selects(&object.key, &object.labels, &object.annotations);
+                        if on_cluster == Selection::Yes {
+                            patch.selected_too_late.push(oi);
+                        }
+                    }
                 }
             }
         }
@@ -445,12 +508,13 @@ impl Model<'_> {
     }
 }
 
-/// A generated object's record, its content holding identity, labels and `spec`.
+/// A generated object's record, its content holding identity, labels and `spec` as on the
+/// cluster.
 fn generated(
     key: ObjectKey,
+    at_patch_time: Written,
     component: Option<String>,
-    labels: Labels,
-    annotations: Labels,
+    (labels, annotations): (Labels, Labels),
     spec: Vec<(&str, Value)>,
 ) -> GeneratedObject {
     let mut metadata = vec![("name", s(&key.name))];
@@ -469,6 +533,7 @@ fn generated(
     }
     GeneratedObject {
         key,
+        at_patch_time,
         component,
         labels,
         annotations,

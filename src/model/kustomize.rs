@@ -452,7 +452,8 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
     })
 }
 
-fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
+/// What a `resources`/`components` entry `text` of the directory `dir` points at.
+pub(super) fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
     let is_remote = text.contains("://")
         || text.starts_with("git@")
         || text.starts_with("github.com/")
@@ -560,7 +561,35 @@ impl<'m, 'r> Renderer<'m, 'r> {
         Rc::try_unwrap(self.render_dir(dir)).unwrap_or_else(|shared| shared.as_ref().clone())
     }
 
+    /// Render the kustomization in `dir` with `components` appended to its own, as Flux does
+    /// with a Flux Kustomization's `spec.components` (fluxcd/pkg `kustomize_generator.go`): the
+    /// kustomization's own namespace, prefixes, suffixes and patches then apply to the
+    /// components' objects too. Not memoised.
+    pub fn render_dir_with(
+        &mut self,
+        dir: &str,
+        components: &[ResourceRef],
+    ) -> Result<Vec<Rendered>, String> {
+        if components.is_empty() {
+            return self.render_dir_owned(dir);
+        }
+        if !self.in_progress.insert(dir.to_string()) {
+            return Err(format!("kustomization cycle through {dir}"));
+        }
+        let result = self.render_uncached_with(dir, components);
+        self.in_progress.remove(dir);
+        result
+    }
+
     fn render_uncached(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
+        self.render_uncached_with(dir, &[])
+    }
+
+    fn render_uncached_with(
+        &mut self,
+        dir: &str,
+        extra_components: &[ResourceRef],
+    ) -> Result<Vec<Rendered>, String> {
         let Some(k) = self.model.kustomize_dirs.get(dir) else {
             return Err(format!(
                 "{} has no usable kustomization file",
@@ -584,28 +613,8 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 hash_suffix: hash_suffix.clone(),
             });
         }
-        for c in &k.components {
-            let RefTarget::Dir(cdir) = &c.target else {
-                if let RefTarget::Remote(_) = c.target {
-                    continue;
-                }
-                return Err(format!("component `{}` is not a directory", c.text));
-            };
-            let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
-                return Err(format!("component {} has no kustomization file", cdir));
-            };
-            let transform = Transform {
-                namespace: comp.namespace.as_deref().map(Name::from),
-                prefix: &comp.name_prefix,
-                suffix: &comp.name_suffix,
-            };
-            let comp_file = comp.file;
-            let comp_refs = comp.resources.clone();
-            for r in &comp_refs {
-                out.extend(self.render_ref(r, &[k.file, comp_file])?);
-            }
-            out.iter_mut().for_each(|o| transform.apply(o));
-            apply_transformers(&comp.transformers, &mut out)?;
+        for c in k.components.iter().chain(extra_components) {
+            self.add_component(c, Some(k.file), &mut out)?;
         }
         let transform = Transform {
             namespace: k.namespace.as_deref().map(Name::from),
@@ -616,6 +625,38 @@ impl<'m, 'r> Renderer<'m, 'r> {
         apply_transformers(&k.transformers, &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
+    }
+
+    /// Apply the component `c` to what a build accumulated so far (`out`): its resources join,
+    /// then its transformers run over everything, as kustomize does. `parent` is the file of
+    /// the kustomization that lists it (none for the one Flux generates).
+    pub fn add_component(
+        &mut self,
+        c: &ResourceRef,
+        parent: Option<FileId>,
+        out: &mut Vec<Rendered>,
+    ) -> Result<(), String> {
+        let RefTarget::Dir(cdir) = &c.target else {
+            if let RefTarget::Remote(_) = c.target {
+                return Ok(());
+            }
+            return Err(format!("component `{}` is not a directory", c.text));
+        };
+        let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
+            return Err(format!("component {cdir} has no kustomization file"));
+        };
+        let transform = Transform {
+            namespace: comp.namespace.as_deref().map(Name::from),
+            prefix: &comp.name_prefix,
+            suffix: &comp.name_suffix,
+        };
+        let comp_file = comp.file;
+        let chain: Vec<FileId> = parent.into_iter().chain([comp_file]).collect();
+        for r in &comp.resources {
+            out.extend(self.render_ref(r, &chain)?);
+        }
+        out.iter_mut().for_each(|o| transform.apply(o));
+        apply_transformers(&comp.transformers, out)
     }
 
     /// Render one resources entry, prefixing `chain` to the chain of what it brings in.

@@ -30,8 +30,9 @@ impl Selection {
     }
 }
 
-/// A patch's `target`: every field given must match; `name` and `namespace` are anchored
-/// regular expressions in kustomize.
+/// A patch's `target`: every field given must match; `group`, `version`, `kind`, `name` and
+/// `namespace` are anchored regular expressions in kustomize (`api/types/selector.go`:
+/// `^(?:pattern)$`), so `kind: (GitRepository|OCIRepository)` selects both kinds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selector {
     pub group: Option<String>,
@@ -64,13 +65,9 @@ impl Selector {
             .api_version
             .rsplit_once('/')
             .unwrap_or(("", key.api_version.as_str()));
-        let exact = |want: &Option<String>, have: &str| match want {
-            Some(w) if !w.is_empty() && w != have => Selection::No,
-            _ => Selection::Yes,
-        };
-        exact(&self.group, group)
-            .and(exact(&self.version, version))
-            .and(exact(&self.kind, &key.kind))
+        pattern(self.group.as_deref(), group)
+            .and(pattern(self.version.as_deref(), version))
+            .and(pattern(self.kind.as_deref(), &key.kind))
             .and(pattern(self.name.as_deref(), &key.name))
             .and(pattern(
                 self.namespace.as_deref(),
@@ -134,28 +131,48 @@ impl Selector {
     }
 }
 
-/// kustomize matches `name` and `namespace` as `^(?:pattern)$`. Plain names and `.` (which
-/// also matches itself) are decided here; any other regular expression is `Unknown`.
+/// Whether a target field is a regular expression rather than a plain name (`.` aside, which
+/// plain names hold and which matches itself).
+pub fn is_regex(pattern: &str) -> bool {
+    pattern.contains(|c: char| "*+?[](){}|^$\\".contains(c))
+}
+
+/// kustomize matches a target field as the Go regular expression `^(?:pattern)$` (an empty
+/// field matches anything). Go's RE2 syntax is read by the `regex` crate, which shares it; a
+/// pattern it does not compile is `Unknown` (kustomize would refuse it or read it otherwise).
 fn pattern(want: Option<&str>, have: &str) -> Selection {
     let Some(want) = want.filter(|w| !w.is_empty()) else {
         return Selection::Yes;
     };
-    if want == ".*" {
-        return Selection::Yes;
+    let plain = !is_regex(want);
+    if plain && !want.contains('.') {
+        return if want == have {
+            Selection::Yes
+        } else {
+            Selection::No
+        };
     }
-    if want.contains(|c: char| "*+?[](){}|^$\\".contains(c)) {
-        return Selection::Unknown;
+    match anchored(want) {
+        Some(re) if re.is_match(have) => Selection::Yes,
+        Some(_) => Selection::No,
+        None => Selection::Unknown,
     }
-    let matches = want.len() == have.len()
-        && want
-            .bytes()
-            .zip(have.bytes())
-            .all(|(w, h)| w == b'.' || w == h);
-    if matches {
-        Selection::Yes
-    } else {
-        Selection::No
+}
+
+/// The compiled `^(?:pattern)$`, cached per thread: targets are few, the objects they are
+/// matched against many.
+fn anchored(pattern: &str) -> Option<regex::Regex> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<String, Option<regex::Regex>>> =
+            std::cell::RefCell::default();
     }
+    CACHE.with(|cache| {
+        cache
+            .borrow_mut()
+            .entry(pattern.to_string())
+            .or_insert_with(|| regex::Regex::new(&format!("^(?:{pattern})$")).ok())
+            .clone()
+    })
 }
 
 /// A Kubernetes label selector (`a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`,
@@ -637,7 +654,48 @@ mod tests {
         };
         assert_eq!(wrong_group.selects(&deploy, &none, &none), Selection::No);
         let regex = sel("Deployment", "(kustomize|helm)-controller");
-        assert_eq!(regex.selects(&deploy, &none, &none), Selection::Unknown);
+        assert_eq!(regex.selects(&deploy, &none, &none), Selection::Yes);
+        assert_eq!(
+            sel("Deployment", "(source|helm)-controller").selects(&deploy, &none, &none),
+            Selection::No
+        );
+        assert_eq!(
+            sel("Deployment", "kustomize-(").selects(&deploy, &none, &none),
+            Selection::Unknown
+        );
+    }
+
+    #[test]
+    fn kind_group_and_version_are_anchored_regular_expressions() {
+        // kustomize api/types/selector.go: every GVK field is `^(?:pattern)$`.
+        let oci = key(
+            "source.toolkit.fluxcd.io/v1",
+            "OCIRepository",
+            Some("flux-system"),
+            "flux-system",
+        );
+        let none = Labels::new();
+        let kind = |k: &str| Selector {
+            kind: Some(k.into()),
+            ..Selector::default()
+        };
+        assert_eq!(
+            kind("(GitRepository|OCIRepository)").selects(&oci, &none, &none),
+            Selection::Yes
+        );
+        assert_eq!(kind("OCI").selects(&oci, &none, &none), Selection::No);
+        assert_eq!(kind("OCIRepository|Bucket").selects(&oci, &none, &none), Selection::Yes);
+        let group = Selector {
+            group: Some("source\\.toolkit\\..*".into()),
+            version: Some("v1(beta2)?".into()),
+            ..Selector::default()
+        };
+        assert_eq!(group.selects(&oci, &none, &none), Selection::Yes);
+        let wrong_version = Selector {
+            version: Some("v1beta2".into()),
+            ..Selector::default()
+        };
+        assert_eq!(wrong_version.selects(&oci, &none, &none), Selection::No);
     }
 
     #[test]

@@ -173,11 +173,13 @@ fn block_span(text: &str, cursor: usize, at: usize, value: &str) -> Span {
     Span::new(header, end)
 }
 
-/// End of an alias token `*name`.
-pub(super) fn alias_end(text: &str, at: usize) -> usize {
+/// End of an alias token `*name`: go-yaml's alias names are `[A-Za-z0-9_-]` (the `:` of
+/// `*app:` is the value indicator).
+pub(super) fn go_alias_end(text: &str, at: usize) -> usize {
     let bytes = text.as_bytes();
     let mut i = at + 1;
-    while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !b",[]{}".contains(&bytes[i]) {
+    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'_' | b'-'))
+    {
         i += 1;
     }
     i

@@ -314,9 +314,10 @@ impl YamlFile {
                 })
             }
             None => match stream_events(text, &mut builder) {
-                // go-yaml ignores indentation inside flow collections and quoted scalars: parse
-                // again with those lines indented, when that is the only trouble.
-                Err(e) if lenient::is_indentation_error(&e.message) => {
+                // go-yaml ignores indentation inside flow collections and quoted scalars, and ends
+                // an alias name before a `:`: parse again with those lines indented and that
+                // `:` set apart, when that is the only trouble.
+                Err(e) if lenient::is_repairable(&e.message) => {
                     match lenient::repair(text) {
                         Some(padding) => {
                             let shadow = padding.apply(text);
@@ -492,12 +493,13 @@ impl YamlFile {
         }
     }
 
-    /// The entry of mapping `map` whose key is the scalar `key`: (key id, value id).
+    /// The entry of mapping `map` whose key is the scalar `key` (an alias key followed, as
+    /// go-yaml does): (key id, value id).
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
             .copied()
-            .find(|&(k, _)| self.scalar_in(k) == Some(key))
+            .find(|&(k, _)| self.scalar(k) == Some(key))
     }
 
     /// The node at a path of mapping keys below `from`.
@@ -700,7 +702,7 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
     let padding = builder.padding.clone();
     let error = |mark: &Marker, message: &str| ParseError {
         line: mark.line(),
-        column: mark.col().saturating_sub(padding.of_line(mark.line())) + 1,
+        column: padding.original_col(mark.line(), mark.col()) + 1,
         message: message.to_string(),
     };
     let mut parser = Parser::new_from_str(text);
@@ -857,7 +859,7 @@ impl Builder<'_> {
             return self.text.len();
         };
         let start = start as usize;
-        let col = mark.col().saturating_sub(self.padding.of_line(mark.line()));
+        let col = self.padding.original_col(mark.line(), mark.col());
         if self.ascii {
             // Columns are bytes: no need to look at the line.
             let end = line_starts
@@ -1110,7 +1112,7 @@ impl Builder<'_> {
             Event::Alias(anchor) => {
                 let dash = self.prepare_slot();
                 let at = self.offset(&mark);
-                let end = ends::alias_end(self.text, at);
+                let end = ends::go_alias_end(self.text, at);
                 let target = self.scratch.anchors.get(&anchor).map_or(0, |&t| t + 1);
                 let id = self.add(ALIAS, target, Span::new(at, end), dash, 0);
                 self.attach(id);

@@ -575,3 +575,31 @@ fn indentation_go_yaml_rejects_stays_an_error() {
     let err = err.expect("`@` cannot start a plain scalar");
     assert_eq!((err.line, err.column), (5, 6), "{err}");
 }
+
+#[test]
+fn an_alias_followed_by_a_colon_is_a_mapping_key() {
+    // go-yaml's anchor and alias names are `[A-Za-z0-9_-]`: the `:` ends the alias `app`, which
+    // is then a key. YAML 1.2 reads the alias `app:` and finds no such anchor.
+    let text = "name: &app ipmi\ncontrollers:\n  *app:\n    strategy: RollingUpdate\n  other: {*app: 1, b: *app}\nafter: *app\n";
+    let file = parse_ok(text);
+    assert_eq!(
+        value_at(&file, &["controllers", "ipmi", "strategy"]),
+        str_value("RollingUpdate")
+    );
+    assert_eq!(
+        value_at(&file, &["controllers", "other"]),
+        Value::Map(vec![
+            (str_value("ipmi"), str_value("1")),
+            (str_value("b"), str_value("ipmi")),
+        ])
+    );
+    assert_eq!(value_at(&file, &["after"]), str_value("ipmi"));
+    let controllers = file.lookup(file.docs[0].root, &["controllers"]).unwrap();
+    let (key, _) = file.entries(controllers)[0];
+    assert_eq!(file.slice(file.node(key).span), "*app");
+    assert_eq!(file.line_col(file.node(key).span.start), (3, 3));
+    // An alias naming no anchor at all stays an error, where go-yaml reports it.
+    let (_, err) = YamlFile::parse("a:\n  *nothing:\n    b: 1\n");
+    let err = err.expect("unknown anchor");
+    assert_eq!((err.line, err.column), (2, 3), "{err}");
+}

@@ -7,8 +7,8 @@ use rustc_hash::FxHashSet as HashSet;
 use crate::diagnostics::Severity;
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
-    InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey, RefTarget,
-    Rendered, Renderer, component_of, display_dir, distribution_source,
+    GeneratedObject, InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey,
+    RefTarget, Rendered, Renderer, component_of, display_dir, distribution_source,
 };
 use crate::parse::{NodeId, YamlFile};
 
@@ -44,15 +44,15 @@ impl Rule for PatchMatchesNothing {
                 let Some((selector, node)) = &patch.target else {
                     continue;
                 };
-                if !patch.selected.is_empty() || patch.undecided > 0 {
+                let Some((severity, message)) = judge(model, generated, patch, selector) else {
                     continue;
-                }
+                };
                 let yaml = &model.repo.file(patch.file).yaml;
                 let line = yaml.line_of(yaml.node(*node).span.start);
                 let mut finding = instance_finding(
                     model,
-                    (META.id, Severity::Error),
-                    message(model, generated, patch, &selector.describe()),
+                    (META.id, severity),
+                    message,
                     (patch.file, line),
                     d.layer,
                     generated.instance,
@@ -67,13 +67,116 @@ impl Rule for PatchMatchesNothing {
     }
 }
 
+/// The finding a FluxInstance patch deserves, if any: an error when its target selects none of
+/// the objects the operator generates as the patches see them (before the operator's namespace
+/// and label transformers), a note when it targets a component the instance does not install
+/// (harmless, often kept on purpose for a later install).
+fn judge(
+    model: &Model,
+    generated: &InstanceObjects,
+    patch: &InstancePatch,
+    selector: &Selector,
+) -> Option<(Severity, String)> {
+    let component = |&i: &usize| generated.objects[i].component.is_some();
+    let late: Vec<&GeneratedObject> = patch
+        .selected_too_late
+        .iter()
+        .filter(|i| component(i))
+        .map(|&i| &generated.objects[i])
+        .collect();
+    if !late.is_empty() && !patch.selected.iter().any(component) {
+        return Some((Severity::Error, too_late(model, generated, patch, selector, &late)));
+    }
+    if !patch.selected.is_empty() || patch.undecided > 0 {
+        return None;
+    }
+    let missing_component = selector
+        .kind
+        .as_deref()
+        .zip(selector.name.as_deref())
+        .and_then(|(kind, name)| component_of(kind, name));
+    let severity = if missing_component.is_some() {
+        Severity::Note
+    } else {
+        Severity::Error
+    };
+    Some((
+        severity,
+        message(model, generated, patch, selector, missing_component),
+    ))
+}
+
+/// Why a patch that would select component objects on the cluster selects none when the
+/// operator applies it.
+fn too_late(
+    model: &Model,
+    generated: &InstanceObjects,
+    patch: &InstancePatch,
+    selector: &Selector,
+    late: &[&GeneratedObject],
+) -> String {
+    let instance = &model.object(generated.instance).key;
+    let without_namespace = Selector {
+        namespace: None,
+        ..selector.clone()
+    };
+    let by_namespace = late.iter().any(|o| {
+        let w = &o.at_patch_time;
+        without_namespace.selects(&w.key, &w.labels, &w.annotations) == Selection::Yes
+    });
+    let names: Vec<String> = late.iter().take(3).map(|o| o.key.to_string()).collect();
+    let more = late.len().saturating_sub(names.len());
+    let (why, instead) = if by_namespace {
+        (
+            "flux-operator applies the instance's patches before it sets the namespace \
+             (internal/builder/templates.go: the patches are its kustomization's own, and \
+             kustomize runs `namespace:` after them), and its documentation says a patch target \
+             \"must not contain a namespace\" (docs/guides/instance/instance-customization.md)",
+            "remove `namespace:` from the target",
+        )
+    } else {
+        (
+            "flux-operator adds the labels app.kubernetes.io/managed-by, instance and version \
+             (and its ssa and prune annotations) with transformers that run after the \
+             instance's patches (internal/builder/templates.go: labels.yaml and annotations.yaml \
+             under `transformers:`)",
+            "select by app.kubernetes.io/part-of=flux or app.kubernetes.io/component (written \
+             in the manifests), or by kind and name",
+        )
+    };
+    format!(
+        "the patch of {instance} at line {} targets {}, which would select {}{} on the cluster \
+         but selects nothing when the patch runs: {why}. kustomize drops the patch without an \
+         error and the change never reaches the cluster; {instead}",
+        patch.line,
+        selector.describe(),
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+    )
+}
+
 fn message(
     model: &Model,
     generated: &InstanceObjects,
     patch: &InstancePatch,
-    target: &str,
+    selector: &Selector,
+    missing_component: Option<&str>,
 ) -> String {
     let instance = &model.object(generated.instance).key;
+    let target = selector.describe();
+    if let Some(component) = missing_component {
+        return format!(
+            "the patch of {instance} at line {} targets {target}, an object of {component}, \
+             which the instance does not install (spec.components): the patch selects nothing \
+             and changes nothing until the component is added (harmless, and often kept on \
+             purpose)",
+            patch.line,
+        );
+    }
     let mut text = format!(
         "the patch of {instance} at line {} targets {target}, which selects none of the {} \
          objects flux-operator generates for it (read from {}): the operator drops the patch \
@@ -82,19 +185,6 @@ fn message(
         generated.objects.len(),
         distribution_source(),
     );
-    let selector = patch.selector().unwrap_or_default();
-    let missing_component = selector
-        .kind
-        .as_deref()
-        .zip(selector.name.as_deref())
-        .and_then(|(kind, name)| component_of(kind, name));
-    if let Some(component) = missing_component {
-        text.push_str(&format!(
-            "; {component} is not among the components the instance installs (spec.components): \
-             add it there, or remove the patch"
-        ));
-        return text;
-    }
     if let Some(nearest) = generated
         .objects
         .iter()
@@ -214,6 +304,12 @@ fn kustomize_finding(
     );
     if let Some(nearest) = rendered.iter().min_by_key(|r| selector.distance(&r.key)) {
         message.push_str(&format!("; did you mean {}?", nearest.key));
+        if nearest.key.name.contains("${") {
+            message.push_str(
+                " (a Flux Kustomization's postBuild substitutes `${…}` only after the build, so \
+                 patches see the name as written)",
+            );
+        }
     }
     if rendered.iter().any(|r| r.key.kind == "HelmRelease") {
         message.push_str(
@@ -261,12 +357,17 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
         let Some(list) = yaml.lookup(object.root, &["spec", "patches"]) else {
             continue;
         };
-        let known = yaml.lookup(object.root, &["spec", "components"]).is_none()
-            && !layer.variants.is_empty()
+        let known = !layer.variants.is_empty()
             && layer.variants.iter().all(|v| {
                 v.error.is_none()
                     && v.unmodelled.is_empty()
                     && fully_known(model, &v.dir, &mut HashSet::default())
+                    && model.flux_components(layer, &v.dir).is_ok_and(|components| {
+                        components.iter().all(|c| match &c.target {
+                            RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
+                            _ => false,
+                        })
+                    })
             });
         if !known {
             continue;
@@ -290,14 +391,18 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
     findings
 }
 
-/// `patches` of each kustomization file a live layer renders against that directory's build.
+/// `patches` of each kustomization file a live layer renders against that directory's build:
+/// every build it takes part in, a Flux Kustomization's `spec.components` included when the
+/// directory is that layer's path (Flux appends them to this kustomization, so its patches see
+/// their objects). A patch is reported when it selects nothing in any of them.
 fn kustomization_patches(model: &Model) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut renderer = Renderer::new(model);
     let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().collect();
     dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
     for k in dirs {
-        let Some(&(layer_id, _)) = model.users_of_file(k.file).first() else {
+        let users = model.users_of_file(k.file);
+        let Some(&(layer_id, _)) = users.first() else {
             continue;
         };
         let yaml = &model.repo.file(k.file).yaml;
@@ -307,15 +412,60 @@ fn kustomization_patches(model: &Model) -> Vec<Finding> {
         if k.component || !fully_known(model, &k.dir, &mut HashSet::default()) {
             continue;
         }
-        let result = renderer.render_dir(&k.dir);
-        let Ok(objects) = result.as_ref() else {
+        // The component lists this directory is built with: none when a layer's path is
+        // elsewhere (the directory is a resource of another build), its spec.components when
+        // it is the layer's path.
+        let mut builds: Vec<Vec<crate::model::ResourceRef>> = Vec::new();
+        let mut known = true;
+        for &(layer, variant) in users {
+            let layer = model.layer(layer);
+            let at_path = layer.variants[variant].dir == k.dir;
+            let components = if at_path {
+                match model.flux_components(layer, &k.dir) {
+                    Ok(c) => c,
+                    Err(_) => {
+                        known = false;
+                        break;
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            known &= components.iter().all(|c| match &c.target {
+                RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
+                _ => false,
+            });
+            let texts = |b: &[crate::model::ResourceRef]| {
+                b.iter().map(|c| c.target.clone()).collect::<Vec<_>>()
+            };
+            if !builds.iter().any(|b| texts(b) == texts(&components)) {
+                builds.push(components);
+            }
+        }
+        if !known {
             continue;
-        };
-        let rendered: Vec<&Rendered> = objects.iter().collect();
+        }
+        let mut renders: Vec<Vec<Rendered>> = Vec::new();
+        for components in &builds {
+            match renderer.render_dir_with(&k.dir, components) {
+                Ok(objects) => renders.push(objects),
+                Err(_) => {
+                    known = false;
+                    break;
+                }
+            }
+        }
+        if !known || renders.is_empty() {
+            continue;
+        }
         for (selector, node) in targets(yaml, list) {
-            if rendered.iter().any(|r| may_select(model, &selector, r)) {
+            if renders
+                .iter()
+                .any(|objects| objects.iter().any(|r| may_select(model, &selector, r)))
+            {
                 continue;
             }
+            let rendered: Vec<&Rendered> = renders.iter().flatten().collect();
             findings.push(kustomize_finding(
                 model,
                 (k.file, node),

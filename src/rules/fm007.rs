@@ -1,5 +1,7 @@
 //! FM007 overlapping-instance-patches: two FluxInstance patches that write the same field of
-//! the same generated object. Documentation: `rules/FM007.md`.
+//! the same generated object. flux-operator appends the instance's patches after its own in one
+//! kustomization and kustomize applies them in order, so the later one decides: a note that
+//! the earlier write is overridden. Documentation: `rules/FM007.md`.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +22,7 @@ static META: RuleMeta = RuleMeta {
 };
 
 const NO_FIX: &str = "which value is meant is unknown: keep the field in one patch (the more \
-specific target) and remove it from the other";
+specific target) and remove it from the other, or leave both if the later one is meant to win";
 
 impl Rule for OverlappingInstancePatches {
     fn meta(&self) -> &'static RuleMeta {
@@ -76,14 +78,15 @@ impl Rule for OverlappingInstancePatches {
                 };
                 let message = format!(
                     "the patches of {instance} at {file}:{} and {file}:{} both write {field} of \
-                     {reached}: flux-operator applies overlapping patches in an order that can \
-                     differ from `kustomize build`, so the value on the cluster may not be the one \
-                     a local render shows",
-                    first.line, second.line,
+                     {reached}: flux-operator appends the instance's patches after its own and \
+                     kustomize applies them in list order, so the later one ({file}:{}) is \
+                     applied last and decides the value on the cluster, as `flux-operator build \
+                     instance` shows",
+                    first.line, second.line, second.line,
                 );
                 let mut finding = instance_finding(
                     model,
-                    (META.id, Severity::Warning),
+                    (META.id, Severity::Note),
                     message,
                     (second.file, second.line),
                     d.layer,
