@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
 
+pub mod read;
 pub mod resourceset;
 pub mod revision;
 
@@ -540,16 +541,7 @@ fn is_yaml_name(path: &str) -> bool {
 }
 
 fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
-    let path = root.join(rel);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} bytes is over the {} byte limit",
-            meta.len(),
-            MAX_FILE_BYTES
-        ));
-    }
-    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+    let bytes = read::read_repo_file(root, rel).map_err(|e| e.to_string())?;
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes)".into());
     }
