@@ -57,9 +57,8 @@ pub struct Config {
 impl Config {
     /// The configuration of the repository at `root`: empty when it has no `.fluxmend.yaml`.
     pub fn read(root: &Path) -> Config {
-        let path = root.join(FILE);
-        match std::fs::read(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+        match crate::load::read::read_repo_file(root, FILE) {
+            Err(e) if e.is_missing() => Config::default(),
             Err(e) => Config::failed(1, 1, format!("cannot be read: {e}")),
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => Config::parse(&text),

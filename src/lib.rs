@@ -11,6 +11,7 @@ pub mod emit;
 pub mod load;
 pub mod model;
 pub mod parse;
+pub mod platform;
 pub mod rollout;
 pub mod rules;
 pub mod verify;

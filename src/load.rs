@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
 
+pub mod read;
 pub mod resourceset;
 pub mod revision;
 
@@ -330,14 +331,13 @@ impl Repo {
         repo
     }
 
-    /// The text of a file of the repository that is not loaded as YAML (a generator's input),
-    /// read from where the repository was loaded: the work tree or the revision's objects.
-    pub fn read_text(&self, rel: &str) -> Result<String, String> {
+    /// The bytes of a file of the repository that is not loaded as YAML (a generator's input),
+    /// read from where the repository was loaded: the work tree (through [`read::read_repo_file`]:
+    /// no link followed, regular files only, within the size limit) or the revision's objects.
+    pub fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, read::ReadError> {
         match &self.origin {
-            Origin::WorkTree => {
-                std::fs::read_to_string(self.root.join(rel)).map_err(|e| e.to_string())
-            }
-            Origin::Revision(objects) => objects.read_text(rel),
+            Origin::WorkTree => read::read_repo_file(&self.root, rel),
+            Origin::Revision(objects) => objects.read_bytes(rel),
         }
     }
 
@@ -657,10 +657,7 @@ fn is_yaml_name(path: &str) -> bool {
 }
 
 fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
-    let path = root.join(rel);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
-    within_limit(meta.len())?;
-    decode_text(std::fs::read(&path).map_err(|e| e.to_string())?)
+    decode_text(read::read_repo_file(root, rel).map_err(|e| e.to_string())?)
 }
 
 /// A file of `len` bytes is read only within [`MAX_FILE_BYTES`].

@@ -76,17 +76,30 @@ fn kubectl_kustomize_drops_the_reported_patch_silently() {
 /// instance does not install is a note.
 #[test]
 fn instance_patches_select_what_the_operator_has_when_it_applies_them() {
-    let (code, findings) = common::rule_findings(&fixture("fm004-instance-order", "before"), "FM004");
+    let (code, findings) =
+        common::rule_findings(&fixture("fm004-instance-order", "before"), "FM004");
     let at: Vec<(u64, &str)> = findings
         .iter()
         .map(|f| (f["line"].as_u64().unwrap(), f["severity"].as_str().unwrap()))
         .collect();
-    assert_eq!(at, vec![(23, "error"), (32, "error"), (65, "note")], "{findings:#?}");
+    assert_eq!(
+        at,
+        vec![(23, "error"), (32, "error"), (65, "note")],
+        "{findings:#?}"
+    );
     assert_eq!(code, 1);
     let message = |i: usize| findings[i]["message"].as_str().unwrap();
-    assert!(message(0).contains("must not contain a namespace"), "{}", message(0));
+    assert!(
+        message(0).contains("must not contain a namespace"),
+        "{}",
+        message(0)
+    );
     assert!(message(0).contains("remove `namespace:`"), "{}", message(0));
-    assert!(message(1).contains("app.kubernetes.io/managed-by"), "{}", message(1));
+    assert!(
+        message(1).contains("app.kubernetes.io/managed-by"),
+        "{}",
+        message(1)
+    );
     assert!(message(2).contains("does not install"), "{}", message(2));
 }
 
@@ -98,10 +111,16 @@ fn instance_patches_select_what_the_operator_has_when_it_applies_them() {
 fn flux_components_are_part_of_the_build_their_patches_see() {
     let root = fixture("fm004-flux-components", "before");
     let (_, findings) = common::rule_findings(&root, "FM004");
-    let lines: Vec<u64> = findings.iter().map(|f| f["line"].as_u64().unwrap()).collect();
+    let lines: Vec<u64> = findings
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(lines, vec![26, 34], "{findings:#?}");
     assert!(
-        findings[1]["message"].as_str().unwrap().contains("postBuild substitutes"),
+        findings[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("postBuild substitutes"),
         "{findings:#?}"
     );
     let copy = tempfile::tempdir().unwrap();

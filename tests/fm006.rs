@@ -51,7 +51,11 @@ fn severity_follows_the_defect_not_the_layout() {
         .iter()
         .map(|f| (f["line"].as_u64().unwrap(), f["severity"].as_str().unwrap()))
         .collect();
-    assert_eq!(at, vec![(26, "error"), (39, "warning"), (47, "note")], "{findings:#?}");
+    assert_eq!(
+        at,
+        vec![(26, "error"), (39, "warning"), (47, "note")],
+        "{findings:#?}"
+    );
     assert_eq!(code, 1);
     let message = |i: usize| findings[i]["message"].as_str().unwrap();
     assert!(message(0).contains("lists 2 identities"), "{}", message(0));
@@ -60,7 +64,10 @@ fn severity_follows_the_defect_not_the_layout() {
     assert!(message(2).contains("Recovery: re-apply"), "{}", message(2));
     // The layout of devantler-tech/platform#3006 with well-formed values: notes only.
     let (code, findings) = common::rule_findings(&fixture("fm006-verify-patch", "before"), "FM006");
-    assert!(findings.iter().all(|f| f["severity"] == "note"), "{findings:#?}");
+    assert!(
+        findings.iter().all(|f| f["severity"] == "note"),
+        "{findings:#?}"
+    );
     assert_eq!(findings.len(), 2);
     let _ = code;
 }

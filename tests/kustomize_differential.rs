@@ -539,3 +539,34 @@ fn prefix_suffix_transformer_without_field_specs_fails_like_kubectl() {
     assert!(common::try_kubectl_kustomize(&test_data().join(dir)).is_err());
     assert_data_dir_renders_like_kubectl(dir);
 }
+
+/// Generator inputs kustomize reads as bytes (issue 22 item 9): a binary file goes to
+/// `binaryData` (and into the hash), a long Secret value is base64 in 70-character lines, a
+/// ConfigMap without data hashes `data` as `""`, an env file with a BOM, CRLF, a key without a
+/// value and indented comments. The generated names (hash suffixes) must be kubectl's.
+#[test]
+fn generators_hash_binary_and_long_values_like_kubectl() {
+    assert_kubectl_installed();
+    let repo = TempRepo::empty();
+    let binary: Vec<u8> = (0..=255u8).chain([0xff, 0xfe, 0x00, 0x80]).collect();
+    repo.write("gen/logo.bin", &binary)
+        .write("gen/cert.pem", "x".repeat(200))
+        .write(
+            "gen/app.env",
+            "\u{feff}A=1\r\n  # comment\r\nEMPTY\r\n\r\nB= spaced \r\n",
+        )
+        .write(
+            "gen/kustomization.yaml",
+            "configMapGenerator:\n  - name: binary\n    files:\n      - logo.bin\n      - text=cert.pem\n  - name: only-binary\n    files:\n      - logo.bin\n  - name: nothing\n  - name: env\n    envs:\n      - app.env\nsecretGenerator:\n  - name: long\n    files:\n      - cert.pem\n  - name: short\n    literals:\n      - token=abc\n",
+        );
+    let (compared, _, mismatches) = compare_dirs("generated data", repo.path(), &["gen".into()]);
+    assert_eq!(compared, 1);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // And no diagnostic: a binary generator file is not an error.
+    let (_, report) = repo.check_json(&[]);
+    let diagnostics = common::diagnostics(&report);
+    assert!(
+        diagnostics.iter().all(|d| d["severity"] != "error"),
+        "{diagnostics:?}"
+    );
+}

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use super::read::ReadError;
 use super::{
     Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, WalkedEntry, decode_text,
     not_utf8, within_limit,
@@ -205,9 +206,13 @@ impl Objects {
         read_blob(&git, id)
     }
 
-    /// A file's text, as [`Repo::read_text`] reads it from a work tree.
-    pub(super) fn read_text(&self, rel: &str) -> Result<String, String> {
-        String::from_utf8(self.bytes(rel)?).map_err(|_| "stream did not contain valid UTF-8".into())
+    /// A file's bytes, as [`Repo::read_bytes`] reads them from a work tree: a name the
+    /// revision does not hold is missing.
+    pub(super) fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, ReadError> {
+        if !self.blobs.contains_key(rel) {
+            return Err(ReadError::Io(std::io::ErrorKind::NotFound.into()));
+        }
+        self.bytes(rel).map_err(ReadError::Revision)
     }
 }
 

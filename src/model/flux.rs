@@ -996,11 +996,7 @@ impl Builder<'_, '_> {
 
     /// What Flux layers on top of the build (its `spec.components` are part of it):
     /// `targetNamespace`, `namePrefix`, `nameSuffix`.
-    fn flux_overlays(
-        &mut self,
-        layer: &Layer,
-        inventory: &mut [Rendered],
-    ) -> Result<(), String> {
+    fn flux_overlays(&mut self, layer: &Layer, inventory: &mut [Rendered]) -> Result<(), String> {
         let model = self.renderer.model;
         let Some(obj) = layer.object.map(|o| model.object(o)) else {
             return Ok(());

@@ -77,15 +77,12 @@ pub(super) fn generate(
                 global_no_hash || flag(yaml, entry, &["options", "disableNameSuffixHash"]);
             let hash_suffix = (!no_hash).then(|| {
                 let encoded = if kind == "ConfigMap" {
-                    format!(
-                        "{{\"data\":{},\"kind\":\"ConfigMap\",\"name\":\"\"}}",
-                        go_json_map(&data, false)
-                    )
+                    config_map_encoding(&data)
                 } else {
                     let secret_type = text(&["type"]).unwrap_or_else(|| "Opaque".into());
                     format!(
                         "{{\"data\":{},\"kind\":\"Secret\",\"name\":\"\",\"type\":{}}}",
-                        go_json_map(&data, true),
+                        go_json_map(data.iter().map(|(k, v)| (k, base64_lines(v)))),
                         go_json_string(&secret_type)
                     )
                 };
@@ -121,13 +118,15 @@ fn flag(yaml: &YamlFile, node: NodeId, keys: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
-/// The key/value data of one generator entry: `literals`, `files` and `envs`, sorted by key.
+/// The key/value data of one generator entry, as kustomize's `api/kv` loads it: `envs` (and
+/// `env`), `literals`, then `files`, sorted by key; a repeated key is an error, as in kustomize.
+/// Values are bytes: a file need not be text.
 fn entry_data(
     repo: &Repo,
     dir: &str,
     yaml: &YamlFile,
     entry: NodeId,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, Vec<u8>)>, String> {
     let list = |key: &str| -> Vec<String> {
         yaml.lookup(entry, &[key]).map_or_else(Vec::new, |l| {
             yaml.items(l)
@@ -136,42 +135,101 @@ fn entry_data(
                 .collect()
         })
     };
-    let read = |rel: &str| -> Result<String, String> {
+    let read = |rel: &str| -> Result<Vec<u8>, String> {
         let path = join(dir, rel).ok_or_else(|| format!("`{rel}` leaves the repository root"))?;
-        repo.read_text(&path)
-            .map_err(|e| format!("cannot read {path}: {e}"))
+        file_bytes(repo, &path)
     };
-    let mut data = Vec::new();
+    let mut data: Vec<(String, Vec<u8>)> = Vec::new();
+    let env = yaml
+        .lookup(entry, &["env"])
+        .and_then(|n| yaml.scalar(n))
+        .filter(|e| !e.is_empty())
+        .map(str::to_string);
+    for path in list("envs").into_iter().chain(env) {
+        data.extend(env_pairs(&path, &read(&path)?)?);
+    }
     for literal in list("literals") {
         let (k, v) = literal
             .split_once('=')
-            .ok_or_else(|| format!("literal `{literal}` has no `=`"))?;
-        data.push((k.to_string(), unquote(v).to_string()));
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| format!("literal `{literal}` is not key=value"))?;
+        data.push((k.to_string(), unquote(v).as_bytes().to_vec()));
     }
-    for file in list("files") {
-        let (key, path) = match file.split_once('=') {
-            Some((k, p)) => (k.to_string(), p.to_string()),
-            None => (
-                file.rsplit('/').next().unwrap_or(&file).to_string(),
-                file.clone(),
-            ),
-        };
+    for source in list("files") {
+        let (key, path) = file_source(&source)?;
         data.push((key, read(&path)?));
     }
-    for env in list("envs").into_iter().chain(list("env")) {
-        for line in read(&env)?.lines() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            if let Some((k, v)) = line.split_once('=') {
-                data.push((k.to_string(), v.to_string()));
-            }
-        }
+    data.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(w) = data.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(format!(
+            "the key `{}` is repeated (kustomize refuses)",
+            w[0].0
+        ));
     }
-    data.sort();
-    data.dedup_by(|a, b| a.0 == b.0);
     Ok(data)
+}
+
+/// The bytes of a file of the build, as Flux's artifact holds it: a parsed YAML file as the
+/// repository (or the change being verified) has it, any other file read safely from disk;
+/// a file Flux's ignore rules leave out is missing for Flux too.
+fn file_bytes(repo: &Repo, path: &str) -> Result<Vec<u8>, String> {
+    if let Some(id) = repo.file_id(path) {
+        let yaml = &repo.file(id).yaml;
+        let mut bytes = Vec::with_capacity(yaml.text.len() + 3);
+        if yaml.bom {
+            bytes.extend_from_slice("\u{feff}".as_bytes());
+        }
+        bytes.extend_from_slice(yaml.text.as_bytes());
+        return Ok(bytes);
+    }
+    match repo.read_bytes(path) {
+        Err(e) if e.is_missing() => Err(format!("{path} does not exist")),
+        Err(e) => Err(format!("cannot read {path}: {e}")),
+        Ok(_) if !repo.is_file(path) => Err(format!(
+            "{path} is not in what Flux builds (its ignore rules leave it out)"
+        )),
+        Ok(bytes) => Ok(bytes),
+    }
+}
+
+/// A `files:` entry: `path` (the key is its base name) or `key=path`, as kustomize's
+/// `ParseFileSource` reads it.
+fn file_source(source: &str) -> Result<(String, String), String> {
+    match source.matches('=').count() {
+        0 => Ok((
+            source.rsplit('/').next().unwrap_or(source).to_string(),
+            source.to_string(),
+        )),
+        1 => match source.split_once('=') {
+            Some((k, p)) if !k.is_empty() && !p.is_empty() => Ok((k.to_string(), p.to_string())),
+            _ => Err(format!("`{source}` lacks its key or its path")),
+        },
+        _ => Err(format!("`{source}`: a key or path contains `=`")),
+    }
+}
+
+/// The pairs of an env file, as kustomize reads its lines: a BOM at the start dropped, leading
+/// blanks trimmed, blank lines and `#` comments skipped, `KEY` alone an empty value; a line
+/// that is not UTF-8 is an error.
+fn env_pairs(path: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    for (i, line) in lines.into_iter().enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = std::str::from_utf8(line)
+            .map_err(|_| format!("{path}: line {} is not UTF-8 (kustomize refuses)", i + 1))?
+            .trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (k, v) = line.split_once('=').unwrap_or((line, ""));
+        out.push((k.to_string(), v.as_bytes().to_vec()));
+    }
+    Ok(out)
 }
 
 /// kustomize strips one pair of matching quotes around a literal's value.
@@ -203,21 +261,40 @@ fn kustomize_hash(encoded: &str) -> String {
         .collect()
 }
 
-/// A sorted map as Go's `json.Marshal` writes it; Secret values are base64 (`[]byte`).
-fn go_json_map(data: &[(String, String)], base64: bool) -> String {
-    let entries: Vec<String> = data
+/// kustomize's hash input for a generated ConfigMap (`api/hasher` `encodeConfigMap`): UTF-8
+/// values in `data`, others base64 in `binaryData` (kyaml `makeConfigMapValueRNode`); a map
+/// without entries is absent from the object, so `data` then encodes as `""`.
+fn config_map_encoding(data: &[(String, Vec<u8>)]) -> String {
+    let (text, binary): (Vec<_>, Vec<_>) = data
         .iter()
-        .map(|(k, v)| {
-            format!(
-                "{}:{}",
-                go_json_string(k),
-                go_json_string(&if base64 {
-                    base64_encode(v.as_bytes())
-                } else {
-                    v.clone()
-                })
+        .partition(|(_, v)| std::str::from_utf8(v).is_ok());
+    let mut out = String::from("{");
+    if !binary.is_empty() {
+        out.push_str("\"binaryData\":");
+        out.push_str(&go_json_map(
+            binary.iter().map(|(k, v)| (k, base64_lines(v))),
+        ));
+        out.push(',');
+    }
+    out.push_str("\"data\":");
+    if text.is_empty() {
+        out.push_str("\"\"");
+    } else {
+        out.push_str(&go_json_map(text.iter().map(|(k, v)| {
+            (
+                k,
+                String::from_utf8(v.clone()).expect("partitioned as UTF-8"),
             )
-        })
+        })));
+    }
+    out.push_str(",\"kind\":\"ConfigMap\",\"name\":\"\"}");
+    out
+}
+
+/// A map, sorted by key, as Go's `json.Marshal` writes it.
+fn go_json_map<'a>(entries: impl Iterator<Item = (&'a String, String)>) -> String {
+    let entries: Vec<String> = entries
+        .map(|(k, v)| format!("{}:{}", go_json_string(k), go_json_string(&v)))
         .collect();
     format!("{{{}}}", entries.join(","))
 }
@@ -263,6 +340,22 @@ fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
+/// Base64 as kyaml writes generated values (`encodeBase64`): in lines of 70 characters, each
+/// ending in a newline once there is more than one line's worth.
+fn base64_lines(bytes: &[u8]) -> String {
+    const LINE: usize = 70;
+    let encoded = base64_encode(bytes);
+    if encoded.len() < LINE {
+        return encoded;
+    }
+    let mut out = String::with_capacity(encoded.len() + encoded.len() / LINE + 1);
+    for chunk in encoded.as_bytes().chunks(LINE) {
+        out.push_str(std::str::from_utf8(chunk).expect("base64 is ASCII"));
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,14 +363,12 @@ mod tests {
     #[test]
     fn hashes_match_kustomize() {
         // Measured with kubectl 1.32 (kustomize v5.5).
-        let cm = format!(
-            "{{\"data\":{},\"kind\":\"ConfigMap\",\"name\":\"\"}}",
-            go_json_map(&[("replicas".into(), "2".into())], false)
-        );
+        let cm = config_map_encoding(&[("replicas".into(), b"2".to_vec())]);
         assert_eq!(kustomize_hash(&cm), "dt79f5gthg");
+        let token = "token".to_string();
         let secret = format!(
             "{{\"data\":{},\"kind\":\"Secret\",\"name\":\"\",\"type\":\"Opaque\"}}",
-            go_json_map(&[("token".into(), "abc".into())], true)
+            go_json_map([(&token, base64_lines(b"abc"))].into_iter())
         );
         assert_eq!(kustomize_hash(&secret), "dbdgd77ct8");
     }

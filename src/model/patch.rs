@@ -684,7 +684,10 @@ mod tests {
             Selection::Yes
         );
         assert_eq!(kind("OCI").selects(&oci, &none, &none), Selection::No);
-        assert_eq!(kind("OCIRepository|Bucket").selects(&oci, &none, &none), Selection::Yes);
+        assert_eq!(
+            kind("OCIRepository|Bucket").selects(&oci, &none, &none),
+            Selection::Yes
+        );
         let group = Selector {
             group: Some("source\\.toolkit\\..*".into()),
             version: Some("v1(beta2)?".into()),

@@ -178,8 +178,7 @@ fn block_span(text: &str, cursor: usize, at: usize, value: &str) -> Span {
 pub(super) fn go_alias_end(text: &str, at: usize) -> usize {
     let bytes = text.as_bytes();
     let mut i = at + 1;
-    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'_' | b'-'))
-    {
+    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'_' | b'-')) {
         i += 1;
     }
     i

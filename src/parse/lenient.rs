@@ -28,7 +28,9 @@ const MAX_REPAIRS: usize = 256;
 /// Whether a parse error may be one that go-yaml does not raise: YAML 1.2's indentation rules,
 /// or an alias name that go-yaml ends earlier.
 pub(super) fn is_repairable(message: &str) -> bool {
-    FLOW_INDENTATION.contains(&message) || message == QUOTED_INDENTATION || message == UNKNOWN_ANCHOR
+    FLOW_INDENTATION.contains(&message)
+        || message == QUOTED_INDENTATION
+        || message == UNKNOWN_ANCHOR
 }
 
 /// Spaces added at the start of each line (by 0-based line index) of a shadow text, and single
@@ -63,7 +65,9 @@ impl Padding {
 
     fn inserts_of(&self, index: usize) -> &[(u32, u32)] {
         let start = self.inserts.partition_point(|&(l, _)| (l as usize) < index);
-        let end = self.inserts.partition_point(|&(l, _)| (l as usize) <= index);
+        let end = self
+            .inserts
+            .partition_point(|&(l, _)| (l as usize) <= index);
         &self.inserts[start..end]
     }
 
@@ -111,8 +115,8 @@ pub(super) fn repair(text: &str) -> Option<Padding> {
         } else if message == UNKNOWN_ANCHOR {
             // `*name:` where go-yaml's alias ends before the `:`: a space in between.
             // Any other unknown anchor is one for go-yaml too: reported at its place.
-            let Some(colon) = byte_of(&shadow, &starts, &mark)
-                .and_then(|at| go_alias_colon(&shadow, at))
+            let Some(colon) =
+                byte_of(&shadow, &starts, &mark).and_then(|at| go_alias_colon(&shadow, at))
             else {
                 return Some(padding);
             };

@@ -317,16 +317,14 @@ impl YamlFile {
                 // go-yaml ignores indentation inside flow collections and quoted scalars, and ends
                 // an alias name before a `:`: parse again with those lines indented and that
                 // `:` set apart, when that is the only trouble.
-                Err(e) if lenient::is_repairable(&e.message) => {
-                    match lenient::repair(text) {
-                        Some(padding) => {
-                            let shadow = padding.apply(text);
-                            builder.restart(padding);
-                            stream_events(&shadow, &mut builder).err()
-                        }
-                        None => Some(e),
+                Err(e) if lenient::is_repairable(&e.message) => match lenient::repair(text) {
+                    Some(padding) => {
+                        let shadow = padding.apply(text);
+                        builder.restart(padding);
+                        stream_events(&shadow, &mut builder).err()
                     }
-                }
+                    None => Some(e),
+                },
                 parsed => parsed.err(),
             },
         };

@@ -85,7 +85,10 @@ fn judge(
         .map(|&i| &generated.objects[i])
         .collect();
     if !late.is_empty() && !patch.selected.iter().any(component) {
-        return Some((Severity::Error, too_late(model, generated, patch, selector, &late)));
+        return Some((
+            Severity::Error,
+            too_late(model, generated, patch, selector, &late),
+        ));
     }
     if !patch.selected.is_empty() || patch.undecided > 0 {
         return None;
@@ -362,12 +365,14 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
                 v.error.is_none()
                     && v.unmodelled.is_empty()
                     && fully_known(model, &v.dir, &mut HashSet::default())
-                    && model.flux_components(layer, &v.dir).is_ok_and(|components| {
-                        components.iter().all(|c| match &c.target {
-                            RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
-                            _ => false,
+                    && model
+                        .flux_components(layer, &v.dir)
+                        .is_ok_and(|components| {
+                            components.iter().all(|c| match &c.target {
+                                RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
+                                _ => false,
+                            })
                         })
-                    })
             });
         if !known {
             continue;

@@ -231,7 +231,10 @@ fn source_key(kind: &str) -> ObjectKey {
 /// The concrete defects of a `verify` block the source will run with.
 fn verify_defects(model: &Model, verify: &Value, namespace: &str) -> Vec<Defect> {
     let mut out = Vec::new();
-    let identities = verify.get("matchOIDCIdentity").map(Value::seq).unwrap_or_default();
+    let identities = verify
+        .get("matchOIDCIdentity")
+        .map(Value::seq)
+        .unwrap_or_default();
     if identities.len() > 1 {
         out.push(Defect::MultipleIdentities(identities.len()));
     }
@@ -293,9 +296,8 @@ fn secret_provided(model: &Model, name: &str, namespace: &str) -> bool {
     if name.contains("${") {
         return true;
     }
-    let in_namespace = |o: &crate::model::Object| {
-        o.key.namespace.as_deref().is_none_or(|n| n == namespace)
-    };
+    let in_namespace =
+        |o: &crate::model::Object| o.key.namespace.as_deref().is_none_or(|n| n == namespace);
     let made = model.objects.iter().any(|o| {
         SECRET_MAKERS.contains(&o.key.kind.as_str()) && o.key.name == name && in_namespace(o)
     });
@@ -368,7 +370,13 @@ fn written_sources(model: &Model) -> Vec<Finding> {
                 findings.push(Finding {
                     rule: META.id,
                     severity: setting.severity(),
-                    message: message(model, layer_id, &layer.source, &setting.what, &setting.defects),
+                    message: message(
+                        model,
+                        layer_id,
+                        &layer.source,
+                        &setting.what,
+                        &setting.defects,
+                    ),
                     file: source_file.path.clone(),
                     line: setting.line,
                     column: 0,
