@@ -293,9 +293,12 @@ impl FailOn {
     }
 }
 
-/// A usage error: said on stderr, exit code 2.
+/// A usage error: said on stderr (a repository's control characters escaped), exit code 2.
 fn usage(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("fluxmend: {message}");
+    eprintln!(
+        "fluxmend: {}",
+        fluxmend::emit::escape::terminal_lines(&message.to_string())
+    );
     ExitCode::from(2)
 }
 
@@ -551,10 +554,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
                     "rolled back (nothing of it had been applied)",
             }
         ),
-        Err(e) => {
-            eprintln!("fluxmend: {e}");
-            return Err(ExitCode::from(2));
-        }
+        Err(e) => return Err(usage(e)),
     }
     let (repo, options, config) = load(&args.repo)?;
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
@@ -642,17 +642,24 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
                 args.color,
             );
             if action.is_empty() {
-                // Coloured only on a terminal: a piped diff goes to `git apply` as is.
+                // Coloured, and a repository's control characters escaped, only on a terminal: a
+                // piped diff goes to `git apply` as is.
                 use std::io::IsTerminal as _;
                 let stdout = std::io::stdout();
-                let coloured = stdout.is_terminal()
+                let terminal = stdout.is_terminal();
+                let coloured = terminal
                     && !matches!(args.color, ColorWhen::Never)
                     && (matches!(args.color, ColorWhen::Always)
                         || anstream::AutoStream::choice(&stdout) != anstream::ColorChoice::Never);
-                if coloured {
-                    print_styled(&fluxmend::emit::text::diff(&diff), ColorWhen::Always);
+                let shown = if terminal {
+                    fluxmend::emit::escape::terminal_lines(&diff)
                 } else {
-                    print!("{diff}");
+                    std::borrow::Cow::Borrowed(diff.as_str())
+                };
+                if coloured {
+                    print_styled(&fluxmend::emit::text::diff(&shown), ColorWhen::Always);
+                } else {
+                    print!("{shown}");
                 }
             }
         }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::edit::{self, Changeset, FileOp};
+use crate::emit::escape;
 use crate::load::Repo;
 
 /// A file's contents before and after (`None`: absent), BOM included.
@@ -125,7 +126,7 @@ pub fn as_overlay(files: &[FileChange]) -> BTreeMap<String, Option<String>> {
 }
 
 /// A unified diff with `a/` and `b/` paths relative to the repository root, which `git apply`
-/// and `patch -p1` accept.
+/// and `patch -p1` accept; a path is quoted as git quotes it ([`escape::git_path`]).
 ///
 /// A file deleted and created elsewhere with the same bytes is shown as a git rename, so a
 /// reviewer sees the move, not the whole file twice.
@@ -144,10 +145,13 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
         });
         if let Some(g) = target {
             renames.push((&f.path, &g.path));
+            let (from, to) = (format!("{prefix}{}", f.path), format!("{prefix}{}", g.path));
             out.push_str(&format!(
-                "diff --git a/{prefix}{from} b/{prefix}{to}\nsimilarity index 100%\nrename from {prefix}{from}\nrename to {prefix}{to}\n",
-                from = f.path,
-                to = g.path
+                "diff --git {} {}\nsimilarity index 100%\nrename from {}\nrename to {}\n",
+                escape::git_path(&format!("a/{from}")),
+                escape::git_path(&format!("b/{to}")),
+                escape::git_path(&from),
+                escape::git_path(&to),
             ));
         }
     }
@@ -158,20 +162,23 @@ pub fn unified_diff(files: &[FileChange], prefix: &str) -> String {
         }
         let old = f.before.as_deref().unwrap_or("");
         let new = f.after.as_deref().unwrap_or("");
+        let path = format!("{prefix}{}", f.path);
+        let (a_name, b_name) = (
+            escape::git_path(&format!("a/{path}")).into_owned(),
+            escape::git_path(&format!("b/{path}")).into_owned(),
+        );
+        let end = escape::git_path_end(&path);
         let a = if f.before.is_some() {
-            format!("a/{prefix}{}", f.path)
+            format!("{a_name}{end}")
         } else {
             "/dev/null".into()
         };
         let b = if f.after.is_some() {
-            format!("b/{prefix}{}", f.path)
+            format!("{b_name}{end}")
         } else {
             "/dev/null".into()
         };
-        out.push_str(&format!(
-            "diff --git a/{prefix}{p} b/{prefix}{p}\n",
-            p = f.path
-        ));
+        out.push_str(&format!("diff --git {a_name} {b_name}\n"));
         match (&f.before, &f.after) {
             (None, Some(_)) => out.push_str("new file mode 100644\n"),
             (Some(_), None) => out.push_str("deleted file mode 100644\n"),

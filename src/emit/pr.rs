@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use crate::emit::escape::{md_code, md_text};
 use crate::rules::Finding;
 use crate::verify::Plan;
 
@@ -27,7 +28,8 @@ fn action(f: &Finding) -> Option<String> {
         .unwrap_or_default();
     Some(format!(
         "move {} out of {}{phase}",
-        f.object.kind, f.layer.name
+        md_text(&f.object.kind),
+        md_text(&f.layer.name)
     ))
 }
 
@@ -90,21 +92,25 @@ pub fn body(plan: &Plan) -> String {
             "- ",
             "  ",
             &format!(
-                "**{}** `{}` in layer `{}` (`{}:{}`): {}",
-                f.rule, f.object, f.layer, f.file, f.line, f.message
+                "**{}** {} in layer {} ({}): {}",
+                f.rule,
+                md_code(&f.object.to_string()),
+                md_code(&f.layer.to_string()),
+                md_code(&format!("{}:{}", f.file, f.line)),
+                md_text(&f.message)
             ),
         );
         wrap(
             &mut out,
             "  - ",
             "    ",
-            &format!("Fix: {}", fix.description),
+            &format!("Fix: {}", md_text(&fix.description)),
         );
         wrap(
             &mut out,
             "  - ",
             "    ",
-            &format!("Trade-off: {}", fix.tradeoff),
+            &format!("Trade-off: {}", md_text(fix.tradeoff)),
         );
         if let Some(p) = &fix.phase {
             let step = if p.phase < p.phases {
@@ -114,12 +120,14 @@ pub fn body(plan: &Plan) -> String {
                     p.phase,
                     p.phases,
                     p.phase + 1,
-                    p.confirm
+                    md_text(&p.confirm)
                 )
             } else {
                 format!(
                     "Phase {} of {}. Precondition: {}",
-                    p.phase, p.phases, p.confirm
+                    p.phase,
+                    p.phases,
+                    md_text(&p.confirm)
                 )
             };
             wrap(&mut out, "  - ", "    ", &step);
@@ -127,7 +135,7 @@ pub fn body(plan: &Plan) -> String {
                 &mut out,
                 "  - ",
                 "    ",
-                &format!("Afterwards: {}", p.stays),
+                &format!("Afterwards: {}", md_text(&p.stays)),
             );
         }
     }
@@ -153,12 +161,12 @@ pub fn body(plan: &Plan) -> String {
             (Some(_), None) => "deleted",
             _ => "edited",
         };
-        let _ = writeln!(out, "- {change} `{}`", file.path);
+        let _ = writeln!(out, "- {change} {}", md_code(&file.path));
     }
     if !plan.rollout_notes.is_empty() {
         out.push_str("\n## Rollout\n\n");
         for note in &plan.rollout_notes {
-            wrap(&mut out, "- ", "  ", note);
+            wrap(&mut out, "- ", "  ", &md_text(note));
         }
     }
     out.push_str("\n## Verification\n\n");
@@ -177,7 +185,12 @@ pub fn body(plan: &Plan) -> String {
         );
     }
     for note in &plan.not_verified {
-        wrap(&mut out, "- ", "  ", &format!("Not verified: {note}"));
+        wrap(
+            &mut out,
+            "- ",
+            "  ",
+            &format!("Not verified: {}", md_text(note)),
+        );
     }
     out.push_str("\n## How to review\n\n");
     let rules: BTreeSet<&str> = plan

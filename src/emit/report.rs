@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::emit::escape;
 use crate::emit::text::{self, FindingWriter};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
@@ -163,9 +164,9 @@ fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
     let _ = writeln!(
         out,
         "{}: {}: {}",
-        text::styled(text::place_style(), &place),
+        text::styled(text::place_style(), &escape::terminal(&place)),
         text::styled(text::severity_style(d.severity), &d.severity.to_string()),
-        d.message
+        escape::terminal(&d.message)
     );
 }
 
@@ -248,7 +249,7 @@ impl<'m> LayerLabels<'m> {
     }
 }
 
-/// `graph --format text`.
+/// `graph --format text`, every control character of the repository's names escaped.
 pub fn graph_text(model: &Model) -> String {
     let labels = LayerLabels::new(model);
     let mut out = String::new();
@@ -325,7 +326,7 @@ pub fn graph_text(model: &Model) -> String {
             }
         }
     }
-    out
+    escape::terminal_lines(&out).into_owned()
 }
 
 /// `graph --format json`.
@@ -404,8 +405,8 @@ pub fn graph_dot(model: &Model) -> String {
             out,
             "  {} [label=\"{}\\n{}\"{style}{dashed}];",
             node_name(id),
-            l.id,
-            gating(l).replace('"', "'")
+            escape::dot(&l.id.to_string()),
+            escape::dot(&gating(l))
         );
         if let Some(by) = l.applied_by {
             let _ = writeln!(
@@ -433,7 +434,12 @@ pub fn graph_mermaid(model: &Model) -> String {
     let mut out = String::from("flowchart LR\n");
     for (id, l) in model.layers.iter().enumerate() {
         let gate = if l.wait { " (wait)" } else { "" };
-        let _ = writeln!(out, "  {}[\"{}{gate}\"]", node_name(id), l.id);
+        let _ = writeln!(
+            out,
+            "  {}[\"{}\"]",
+            node_name(id),
+            escape::mermaid(&format!("{}{gate}", l.id))
+        );
         if let Some(by) = l.applied_by {
             let _ = writeln!(out, "  {} -->|applies| {}", node_name(by), node_name(id));
         }
@@ -546,10 +552,10 @@ pub fn fix_text(
     };
     if files > 0 {
         for note in &plan.not_verified {
-            let _ = writeln!(out, "  not verified: {note}");
+            let _ = writeln!(out, "  not verified: {}", escape::terminal(note));
         }
         for note in &plan.rollout_notes {
-            let _ = writeln!(out, "  {note}");
+            let _ = writeln!(out, "  {}", escape::terminal(note));
         }
     }
     if let (true, Some(threshold)) = (standing.fails(), standing.threshold) {

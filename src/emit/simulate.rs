@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use crate::emit::escape;
 use crate::rollout::failure::{ClusterFailure, Status};
 use crate::rollout::{LayerChange, LeaveOutcome, Rollout};
 
@@ -76,7 +77,7 @@ pub fn rollout_text(rollout: &Rollout) -> String {
             );
         }
     }
-    out
+    escape::terminal_lines(&out).into_owned()
 }
 
 /// `simulate --from --format json`.
@@ -95,7 +96,7 @@ pub fn failure_text(before: &[ClusterFailure], after: Option<&[ClusterFailure]>)
         );
         write_failure(&mut out, after);
     }
-    out
+    escape::terminal_lines(&out).into_owned()
 }
 
 fn write_failure(out: &mut String, clusters: &[ClusterFailure]) {

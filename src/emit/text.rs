@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 
 use crate::diagnostics::Severity;
+use crate::emit::escape;
 use crate::rules::Finding;
 
 /// Width text is wrapped to.
@@ -121,6 +122,7 @@ pub fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
 
 /// A detail line `label: text` below a headline (no label: the text alone), wrapped.
 pub fn detail(out: &mut String, label: &str, text: &str) {
+    let (label, text) = (&*escape::terminal(label), &*escape::terminal(text));
     let label_text = if label.is_empty() {
         String::new()
     } else {
@@ -176,7 +178,9 @@ impl FindingWriter {
     /// The headline and the message's detail of `f`, paths below `base`.
     pub fn write(&mut self, out: &mut String, f: &Finding, base: &str) {
         let (headline, details, cut) = split_message(&f.message);
-        let place = format!("{base}{}:{}:{}:", f.file, f.line, f.column);
+        let headline = escape::terminal(&headline);
+        let place =
+            escape::terminal(&format!("{base}{}:{}:{}:", f.file, f.line, f.column)).into_owned();
         let _ = writeln!(
             out,
             "{} {} {}: {headline}",
