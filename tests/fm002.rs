@@ -1282,3 +1282,49 @@ fn a_runner_only_layer_loses_the_dependson_edges_of_layers_that_use_nothing_of_i
         .unwrap();
     assert_eq!(model.dependents(id), Vec::<usize>::new());
 }
+
+/// One model, one answer: a layer that health-checks only its runner (`healthChecks`, no wait)
+/// hides no other object's health when the runner fails — `check` and `simulate` both say 0,
+/// and without dependents there is nothing to report; with `wait: true` both count the objects
+/// the layer applies besides the runner.
+#[test]
+fn a_layer_that_checks_only_its_runner_masks_nothing_as_simulate_says() {
+    let runner_check = "  healthChecks:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: runner\n      namespace: ci\n";
+    let repo = Repo2::new();
+    repo.layer("ci", "./ci", runner_check)
+        .write("ci/namespace.yaml", NAMESPACE_CI)
+        .write(
+            "ci/runner.yaml",
+            deployment("runner", "gitea/act_runner:0.2", "  namespace: ci\n"),
+        )
+        // Not the runner's, not checked: its health was never reported.
+        .write(
+            "ci/web.yaml",
+            WEB.replace("  name: web\n", "  name: web\n  namespace: ci\n"),
+        );
+    let masked_by_simulate = |repo: &Repo2| {
+        let run = fluxmend(command_args(
+            "simulate",
+            repo.path(),
+            &["--fail", "Deployment/ci/runner", "--format", "json"],
+        ));
+        run.json()["before"][0]["affected"][0]["masked"].clone()
+    };
+    assert_eq!(repo.check()["findings"], serde_json::json!([]));
+    assert_eq!(masked_by_simulate(&repo), 0);
+    // A dependent makes the gate harmful: reported, and still masking nothing.
+    repo.layer("later", "./later", "  dependsOn:\n    - name: ci\n")
+        .write(
+            "later/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: default\n",
+        );
+    let f = &repo.check()["findings"][0];
+    assert_eq!(f["masked_objects"], 0, "{f:#}");
+    assert_eq!(masked_by_simulate(&repo), 0);
+    // With wait: true the layer checks everything: the web Deployment and the Namespace (not
+    // the runner's own: web lives there too).
+    repo.layer("ci", "./ci", "  wait: true\n");
+    let f = &repo.check()["findings"][0];
+    assert_eq!(f["masked_objects"], 2, "{f:#}");
+    assert_eq!(masked_by_simulate(&repo), 2);
+}

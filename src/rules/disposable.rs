@@ -575,7 +575,8 @@ pub struct Bundle {
     /// Namespaces that hold only disposable objects and what moves with them: they stay (a
     /// Namespace is never moved), but they are part of the runners' world and mask nothing.
     pub own_namespaces: BTreeSet<ObjectIdx>,
-    /// Inventory indices of everything else: the objects a failure would mask.
+    /// Inventory indices of everything else: what a split leaves in the old layer. A failure
+    /// masks those of them the layer health-checks ([`crate::rollout::failure::masked`]).
     pub staying: Vec<usize>,
 }
 

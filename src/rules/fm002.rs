@@ -21,6 +21,7 @@ use super::layer_split::{
     register, relative_below, remove_items, resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, plural};
+use crate::rollout::failure::masked;
 use crate::rollout::restarts_only;
 
 pub struct DisposableWorkloadInGatedLayer;
@@ -61,8 +62,17 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .filter(|&&d| model.layer(d).live)
                     .map(|&d| model.layer(d).id.clone())
                     .collect();
-                // A layer of runners (and what they use) that gates nothing is the safe end state.
-                if blocked.is_empty() && bundle.staying.is_empty() {
+                // What a failing runner hides: the other objects the layer health-checks, the
+                // runners' own world aside (`simulate` counts the same way).
+                let masked = masked(layer, &layer.variants[vi].inventory, |r: &Rendered| {
+                    bundle.disposable.contains(&r.object)
+                        || bundle.moved.contains(&r.object)
+                        || bundle.own_namespaces.contains(&r.object)
+                });
+                // A layer whose runners' failure blocks no layer and hides no other object's
+                // health (it holds only runners and what they use, or checks only them) is the
+                // safe end state.
+                if blocked.is_empty() && masked == 0 {
                     continue;
                 }
                 let fix = if bundle.staying.is_empty() {
@@ -82,7 +92,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                             &variant.inventory[*inv],
                             reason,
                             &blocked,
-                            &bundle,
+                            masked,
                         )
                     })
                     .collect();
@@ -222,7 +232,7 @@ fn describe(
     r: &Rendered,
     reason: &str,
     blocked: &[LayerRef],
-    bundle: &Bundle,
+    masked: usize,
 ) -> Finding {
     let how = if layer.wait {
         "wait: true"
@@ -230,7 +240,6 @@ fn describe(
         "its healthChecks"
     };
     let model = analysis.model;
-    let masked = bundle.staying.len();
     let mut message = format!(
         "{} ({how}) health-gates {}, a disposable workload ({reason})",
         layer.id,
