@@ -928,34 +928,35 @@ fn what_cannot_be_carried_over_exactly_is_refused_with_the_reason() {
     );
 }
 
+/// Negative control of the edge removal: a dependent that uses what the runner layer applies
+/// (a ServiceMonitor selecting what the runner's release creates) keeps its edge, and the reason
+/// says what it uses.
 #[test]
-fn a_runner_only_layer_with_dependents_is_reported_without_a_fix() {
+fn a_runner_only_layer_whose_dependents_use_its_objects_keeps_the_edge() {
     let repo = Repo2::new();
     repo.layer("runners", "./runners", "  wait: true\n")
-        .layer("apps", "./apps", "  dependsOn:\n    - name: runners\n")
-        .write("apps/web.yaml", WEB)
+        .layer("monitoring", "./monitoring", "  dependsOn:\n    - name: runners\n")
+        .write(
+            "monitoring/runner-metrics.yaml",
+            "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: runner-metrics\n  namespace: monitoring\nspec:\n  namespaceSelector:\n    matchNames: [ci]\n  selector:\n    matchLabels:\n      app: gitlab-runner\n  endpoints:\n    - port: metrics\n",
+        )
         .write("runners/namespace.yaml", NAMESPACE_CI)
         .write(
             "runners/runner.yaml",
-            deployment(
-                "runner",
-                "summerwind/actions-runner:latest",
-                "  namespace: ci\n",
-            ),
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gitlab-runner\n  namespace: ci\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: gitlab-runner\n      sourceRef:\n        kind: HelmRepository\n        name: gitlab\n        namespace: flux-system\n  values:\n    metrics:\n      enabled: true\n",
         );
     let plan = repo.fix();
+    assert_eq!(plan["files"], serde_json::json!([]), "{plan:#}");
     let f = &plan["findings"][0];
     assert_eq!(f["severity"], "error");
     assert_eq!(f["masked_objects"], 0);
-    assert!(
-        f["no_fix_reason"]
-            .as_str()
-            .unwrap()
-            .contains("holds only disposable workloads and what they use"),
+    assert_eq!(
+        f["no_fix_reason"],
+        "flux-system/runners holds only disposable workloads and what they use, so there is nothing to split out, and what depends on it needs its objects (flux-system/monitoring uses HelmRelease/ci/gitlab-runner (names what the release creates)): keep the dependsOn, or move what is needed out of the runner layer",
         "{f:#}"
     );
     // Without the dependent it is the safe end state.
-    repo.layer("apps", "./apps", "");
+    repo.layer("monitoring", "./monitoring", "");
     assert_eq!(repo.check()["findings"], serde_json::json!([]));
 }
 
@@ -1254,4 +1255,76 @@ fn outer_components_and_patches_are_carried_unless_an_inner_kustomization_transf
         ),
         "{reason}"
     );
+}
+
+/// A layer of runners and what they use, on which other layers depend for nothing they use:
+/// the fix drops their `dependsOn` edges on it (an entry, or the whole key when it was the only
+/// one) and moves nothing. The finding and the diff (snapshots), the written tree equals
+/// `after/`, a second run changes nothing, every object renders the same from the same layer
+/// (`kubectl kustomize`), and — asked of the model — the runner layer then blocks nothing.
+#[test]
+fn a_runner_only_layer_loses_the_dependson_edges_of_layers_that_use_nothing_of_it() {
+    let case = "fm002-runner-only-dependent";
+    for (suffix, run) in fix_runs(case, &["--rule", "FM002"]) {
+        insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+        insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
+    }
+    assert_fix_writes_after_tree(case, "FM002", &[]);
+    assert_eq!(
+        flux_builds(&fixture(case, "before")),
+        flux_builds(&fixture(case, "after"))
+    );
+    let repo = Repo::load(&fixture(case, "after")).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let (id, _) = model
+        .live_layers()
+        .find(|(_, l)| l.id.name == "ci-agents")
+        .unwrap();
+    assert_eq!(model.dependents(id), Vec::<usize>::new());
+}
+
+/// One model, one answer: a layer that health-checks only its runner (`healthChecks`, no wait)
+/// hides no other object's health when the runner fails — `check` and `simulate` both say 0,
+/// and without dependents there is nothing to report; with `wait: true` both count the objects
+/// the layer applies besides the runner.
+#[test]
+fn a_layer_that_checks_only_its_runner_masks_nothing_as_simulate_says() {
+    let runner_check = "  healthChecks:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: runner\n      namespace: ci\n";
+    let repo = Repo2::new();
+    repo.layer("ci", "./ci", runner_check)
+        .write("ci/namespace.yaml", NAMESPACE_CI)
+        .write(
+            "ci/runner.yaml",
+            deployment("runner", "gitea/act_runner:0.2", "  namespace: ci\n"),
+        )
+        // Not the runner's, not checked: its health was never reported.
+        .write(
+            "ci/web.yaml",
+            WEB.replace("  name: web\n", "  name: web\n  namespace: ci\n"),
+        );
+    let masked_by_simulate = |repo: &Repo2| {
+        let run = fluxmend(command_args(
+            "simulate",
+            repo.path(),
+            &["--fail", "Deployment/ci/runner", "--format", "json"],
+        ));
+        run.json()["before"][0]["affected"][0]["masked"].clone()
+    };
+    assert_eq!(repo.check()["findings"], serde_json::json!([]));
+    assert_eq!(masked_by_simulate(&repo), 0);
+    // A dependent makes the gate harmful: reported, and still masking nothing.
+    repo.layer("later", "./later", "  dependsOn:\n    - name: ci\n")
+        .write(
+            "later/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: default\n",
+        );
+    let f = &repo.check()["findings"][0];
+    assert_eq!(f["masked_objects"], 0, "{f:#}");
+    assert_eq!(masked_by_simulate(&repo), 0);
+    // With wait: true the layer checks everything: the web Deployment and the Namespace (not
+    // the runner's own: web lives there too).
+    repo.layer("ci", "./ci", "  wait: true\n");
+    let f = &repo.check()["findings"][0];
+    assert_eq!(f["masked_objects"], 2, "{f:#}");
+    assert_eq!(masked_by_simulate(&repo), 2);
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::model::{LayerId, LayerRef, Model, ObjectKey};
+use crate::model::{Layer, LayerId, LayerRef, Model, ObjectKey, Rendered};
 
 /// An object named on the command line as `KIND/NAMESPACE/NAME` (or `KIND/NAME`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -112,6 +112,17 @@ pub struct ClusterFailure {
 /// A failing object in one cluster, as (kind, namespace, name).
 type Failing = (String, Option<String>, String);
 
+/// How many objects of a layer's `inventory` (one variant) its red status hides while the
+/// `failing` ones fail: the others it health-checks — everything it applies with `wait: true`,
+/// the objects its `healthChecks` name otherwise (the rest is never checked, so nothing about
+/// them is hidden). One count for `simulate` and for the rules that report a blast radius.
+pub fn masked(layer: &Layer, inventory: &[Rendered], failing: impl Fn(&Rendered) -> bool) -> usize {
+    inventory
+        .iter()
+        .filter(|r| layer.gates(&r.key) && !failing(r))
+        .count()
+}
+
 /// Simulate `targets` failing, cluster by cluster (clusters none of them is in are left out).
 pub fn simulate(model: &Model, targets: &[Target]) -> Vec<ClusterFailure> {
     super::cluster_keys(model)
@@ -188,20 +199,12 @@ fn cluster_failure(
             let next = if !gated_failing.is_empty() {
                 // Within the variants (placeholder bindings) that hold a failing object: the
                 // others never meet it on one cluster.
+                let fails = |r: &Rendered| failing.contains(&key_of(&r.key));
                 let masked: usize = l
                     .variants
                     .iter()
-                    .filter(|v| {
-                        v.inventory
-                            .iter()
-                            .any(|r| l.gates(&r.key) && failing.contains(&key_of(&r.key)))
-                    })
-                    .map(|v| {
-                        v.inventory
-                            .iter()
-                            .filter(|r| l.gates(&r.key) && !failing.contains(&key_of(&r.key)))
-                            .count()
-                    })
+                    .filter(|v| v.inventory.iter().any(|r| l.gates(&r.key) && fails(r)))
+                    .map(|v| masked(l, &v.inventory, fails))
                     .max()
                     .unwrap_or(0);
                 Some(Status::HealthCheckFailed {

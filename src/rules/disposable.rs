@@ -575,7 +575,8 @@ pub struct Bundle {
     /// Namespaces that hold only disposable objects and what moves with them: they stay (a
     /// Namespace is never moved), but they are part of the runners' world and mask nothing.
     pub own_namespaces: BTreeSet<ObjectIdx>,
-    /// Inventory indices of everything else: the objects a failure would mask.
+    /// Inventory indices of everything else: what a split leaves in the old layer. A failure
+    /// masks those of them the layer health-checks ([`crate::rollout::failure::masked`]).
     pub staying: Vec<usize>,
 }
 
@@ -1074,6 +1075,104 @@ impl<'m, 'r> Analysis<'m, 'r> {
             };
             if needed {
                 let s = self.key_text(&r.key);
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// What layer `consumer` uses of what layer `producer` applies, each as "Kind/ns/name (how)":
+    /// an object it names in the same namespace (also through the Secret an ExternalSecret,
+    /// SealedSecret or Certificate produces), a chart source its releases read, the Namespace
+    /// its objects live in, the CRD of a kind it applies, what a HelmRelease creates (a name
+    /// that starts with the release's, a `<release>.<namespace>` host), and what its Flux
+    /// Kustomization names besides its `dependsOn` (a source, a `substituteFrom` ConfigMap or
+    /// Secret, a decryption or kubeConfig Secret, a health check).
+    pub fn consumed(&mut self, producer: LayerId, consumer: LayerId) -> Vec<String> {
+        let model = self.model;
+        let p = model.layer(producer);
+        let c = model.layer(consumer);
+        let produced: Vec<&Rendered> = p.variants.iter().flat_map(|v| &v.inventory).collect();
+        let using: Vec<&Rendered> = c.variants.iter().flat_map(|v| &v.inventory).collect();
+        let mut layer_names = HashSet::default();
+        if let Some(o) = c.object {
+            let obj = model.object(o);
+            let yaml = &model.repo.file(obj.file).yaml;
+            if let Some(Value::Map(spec)) = yaml
+                .lookup(obj.root, &["spec"])
+                .and_then(|n| yaml.value(n).ok())
+            {
+                for (k, v) in &spec {
+                    if k.as_str() != Some("dependsOn") {
+                        collect_scalars(v, &mut layer_names);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for r in produced {
+            let name = model.object(r.object).key.name.to_string();
+            let how = if r.key.kind == "Namespace" && r.key.api_version == "v1" {
+                using
+                    .iter()
+                    .any(|o| o.key.namespace.as_deref() == Some(r.key.name.as_str()))
+                    .then_some("its objects live there")
+            } else if r.key.kind == "CustomResourceDefinition" {
+                let obj = model.object(r.object);
+                let yaml = &model.repo.file(obj.file).yaml;
+                let get = |k: &[&str]| yaml.lookup(obj.root, k).and_then(|n| yaml.scalar(n));
+                let (group, kind) = (get(&["spec", "group"]), get(&["spec", "names", "kind"]));
+                using
+                    .iter()
+                    .any(|o| Some(o.key.group()) == group && Some(o.key.kind.as_str()) == kind)
+                    .then_some("it applies objects of that kind")
+            } else {
+                let mut names = vec![name.clone()];
+                names.extend(produced_secret(model, r));
+                let release = (r.key.kind == "HelmRelease").then(|| {
+                    let obj = model.object(r.object);
+                    let yaml = &model.repo.file(obj.file).yaml;
+                    let own = yaml
+                        .lookup(obj.root, &["spec", "releaseName"])
+                        .and_then(|n| yaml.scalar(n))
+                        .unwrap_or(&name)
+                        .to_string();
+                    (own, ns_of(r).to_string())
+                });
+                let mut how = None;
+                for o in &using {
+                    if names.iter().any(|n| self.refers_named(o, r, n)) {
+                        how = Some("names it");
+                    } else if chart_ref(model, o).is_some_and(|(kind, n, ns)| {
+                        kind == r.key.kind.as_str() && n == name && ns == ns_of(r)
+                    }) {
+                        how = Some("a release reads its chart");
+                    } else if let Some((rel, ns)) = &release {
+                        let host = format!("{rel}.{ns}");
+                        let dash = format!("{rel}-");
+                        if self
+                            .scalars(o.object)
+                            .iter()
+                            .any(|s| s == rel || s.starts_with(&dash) || s.contains(&host))
+                        {
+                            how = Some("names what the release creates");
+                        }
+                    }
+                    if how.is_some() {
+                        break;
+                    }
+                }
+                how.or_else(|| {
+                    names
+                        .iter()
+                        .any(|n| layer_names.contains(n))
+                        .then_some("its Flux Kustomization names it")
+                })
+            };
+            if let Some(how) = how {
+                let s = format!("{} ({how})", self.key_text(&r.key));
                 if !out.contains(&s) {
                     out.push(s);
                 }

@@ -21,6 +21,7 @@ use super::layer_split::{
     register, relative_below, remove_items, resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, plural};
+use crate::rollout::failure::masked;
 use crate::rollout::restarts_only;
 
 pub struct DisposableWorkloadInGatedLayer;
@@ -61,16 +62,21 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .filter(|&&d| model.layer(d).live)
                     .map(|&d| model.layer(d).id.clone())
                     .collect();
-                // A layer of runners (and what they use) that gates nothing is the safe end state.
-                if blocked.is_empty() && bundle.staying.is_empty() {
+                // What a failing runner hides: the other objects the layer health-checks, the
+                // runners' own world aside (`simulate` counts the same way).
+                let masked = masked(layer, &layer.variants[vi].inventory, |r: &Rendered| {
+                    bundle.disposable.contains(&r.object)
+                        || bundle.moved.contains(&r.object)
+                        || bundle.own_namespaces.contains(&r.object)
+                });
+                // A layer whose runners' failure blocks no layer and hides no other object's
+                // health (it holds only runners and what they use, or checks only them) is the
+                // safe end state.
+                if blocked.is_empty() && masked == 0 {
                     continue;
                 }
                 let fix = if bundle.staying.is_empty() {
-                    Err(format!(
-                        "{} holds only disposable workloads and what they use, so there is nothing to split out; what depends on it ({}) waits on runner health: drop those dependsOn entries if they do not need its objects",
-                        layer.id,
-                        names(&blocked)
-                    ))
+                    plan_drop_edges(&mut analysis, layer_id)
                 } else {
                     plan_fix(&mut analysis, layer_id, vi, &bundle)
                 };
@@ -86,7 +92,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                             &variant.inventory[*inv],
                             reason,
                             &blocked,
-                            &bundle,
+                            masked,
                         )
                     })
                     .collect();
@@ -114,6 +120,103 @@ impl Rule for DisposableWorkloadInGatedLayer {
     }
 }
 
+/// What happens on the cluster when a dependent's `dependsOn` edge on a runner layer goes.
+const DROP_TRADEOFF: &str = "kustomize-controller checks only the Kustomizations a layer lists in \
+dependsOn (checkDependencies: Ready, observed generation current, and the same revision applied \
+when both read the same source); without the entry the dependent is reconciled on its own \
+interval and source events, whatever the runners' health, and on a fresh cluster both layers are \
+applied concurrently, in no guaranteed order. Nothing is applied, pruned or deleted by this \
+change: both inventories stay as they are, and the runner layer keeps reporting its runners' \
+health.";
+
+/// A layer of runners and what they use that other layers depend on: nothing to split out; the
+/// fix drops the `dependsOn` entries on it, when no layer that would stop waiting for it (a
+/// direct or transitive dependent) uses anything it applies.
+fn plan_drop_edges(an: &mut Analysis, layer_id: LayerId) -> Result<Fix, String> {
+    let model = an.model;
+    let layer = model.layer(layer_id);
+    let only = format!(
+        "{} holds only disposable workloads and what they use, so there is nothing to split out",
+        layer.id
+    );
+    let mut uses = Vec::new();
+    for d in model.dependents(layer_id) {
+        if !model.layer(d).live {
+            continue;
+        }
+        let consumed = an.consumed(layer_id, d);
+        if !consumed.is_empty() {
+            uses.push(format!(
+                "{} uses {}",
+                model.layer(d).id,
+                consumed.join(", ")
+            ));
+        }
+    }
+    if !uses.is_empty() {
+        return Err(format!(
+            "{only}, and what depends on it needs its objects ({}): keep the dependsOn, or move what is needed out of the runner layer",
+            uses.join("; ")
+        ));
+    }
+    let mut changes = Changeset::default();
+    let mut dropped = Vec::new();
+    for (_, dependent) in model.live_layers() {
+        if !dependent.depends_on_ids.contains(&layer_id) {
+            continue;
+        }
+        let items: BTreeSet<NodeId> = dependent
+            .depends_on
+            .iter()
+            .filter(|(r, _)| *r == layer.id)
+            .map(|&(_, item)| item)
+            .collect();
+        let obj = model.object(dependent.object.ok_or_else(|| {
+            format!(
+                "{only}; {} is created by the operator, fluxmend cannot edit its dependsOn",
+                dependent.id
+            )
+        })?);
+        let file = model.repo.file(obj.file);
+        if file.error.is_some()
+            || model.repo.generated_from(&file.path).is_some()
+            || items.is_empty()
+        {
+            return Err(format!(
+                "{only}; the dependsOn of {} ({}) is not written where fluxmend can edit it",
+                dependent.id, file.path
+            ));
+        }
+        let yaml = &file.yaml;
+        let spec = yaml.lookup(obj.root, &["spec"]).ok_or("spec not found")?;
+        let (key, list) = yaml.entry(spec, "dependsOn").ok_or("dependsOn not found")?;
+        if items.len() == yaml.items(list).len() {
+            changes.edit(
+                &file.path,
+                edit::remove_entry(yaml, spec, key).map_err(|e| format!("{}: {e}", file.path))?,
+            );
+        } else {
+            remove_items(yaml, list, &items, &file.path, &mut changes)?;
+        }
+        dropped.push(dependent.id.to_string());
+    }
+    Ok(Fix::new(
+        format!(
+            "{only}: drop the dependsOn entr{} on {} of {} ({} nothing it applies), so that a failing runner blocks no other layer",
+            if dropped.len() == 1 { "y" } else { "ies" },
+            layer.id.name,
+            dropped.join(", "),
+            if dropped.len() == 1 {
+                "it uses"
+            } else {
+                "they use"
+            }
+        ),
+        DROP_TRADEOFF,
+        changes,
+    ))
+}
+
 fn names(layers: &[LayerRef]) -> String {
     layers
         .iter()
@@ -129,7 +232,7 @@ fn describe(
     r: &Rendered,
     reason: &str,
     blocked: &[LayerRef],
-    bundle: &Bundle,
+    masked: usize,
 ) -> Finding {
     let how = if layer.wait {
         "wait: true"
@@ -137,7 +240,6 @@ fn describe(
         "its healthChecks"
     };
     let model = analysis.model;
-    let masked = bundle.staying.len();
     let mut message = format!(
         "{} ({how}) health-gates {}, a disposable workload ({reason})",
         layer.id,
