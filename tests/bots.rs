@@ -224,9 +224,13 @@ fn github_annotations() {
         .collect();
     assert_eq!(lines.len(), findings.len(), "{}", run.stdout);
     for (line, f) in lines.iter().zip(findings) {
+        // GitHub's workflow commands: error, warning, notice (for a note).
+        let command = match f["severity"].as_str().unwrap() {
+            "note" => "notice",
+            other => other,
+        };
         let expected = format!(
-            "::{} file={},line={},col={},title=fluxmend FM",
-            f["severity"].as_str().unwrap(),
+            "::{command} file={},line={},col={},title=fluxmend FM",
             f["file"].as_str().unwrap(),
             f["line"],
             f["column"]

@@ -29,16 +29,17 @@ fn written_result_equals_after_tree_and_converges() {
     }
 }
 
-/// The finding names the ignored entries, what the layer really waits on, the entry it never
-/// checks and the layer behind it; the layer whose list is its gate (no `wait`) is not reported.
+/// The finding names the ignored entries, what the layer really waits on, that the list is
+/// redundant (a note: the chart's Deployment is made by the HelmRelease the layer waits on) and
+/// the layer behind it; the layer whose list is its gate (no `wait`) is not reported.
 #[test]
 fn the_finding_says_what_the_layer_really_waits_on() {
     let (code, findings) = rule_findings(&fixture("fm005-inline", "before"), "FM005");
-    assert_eq!(code, 1);
+    assert_eq!(code, 0, "a note does not fail check");
     assert_eq!(findings.len(), 1, "{findings:#?}");
     let f = &findings[0];
     assert_eq!(f["layer"]["name"], "apps");
-    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["severity"], "note", "every entry is applied or made by the layer");
     assert_eq!(f["file"], "clusters/production/layers.yaml");
     assert_eq!(f["line"], 41, "the healthChecks key");
     assert_eq!(f["masked_objects"], 3, "objects waited on but not listed");
@@ -47,7 +48,7 @@ fn the_finding_says_what_the_layer_really_waits_on() {
     for part in [
         "ignores its 2 healthChecks entries",
         "all 4 objects it applies",
-        "Deployment/podinfo/podinfo is not applied by this layer and so never checked",
+        "the list is redundant, every entry is applied by this layer or made by HelmRelease/podinfo/podinfo, which it applies and waits on",
         "flux-system/monitoring waits on all of them",
     ] {
         assert!(message.contains(part), "{part:?} not in {message}");
@@ -181,5 +182,101 @@ fn a_patch_of_another_layer_does_not_hide_the_finding() {
         "{}\n{}",
         fix.stdout,
         fix.stderr
+    );
+}
+
+/// Severity by what the list loses (fixtures/fm005-severity): redundant lists are notes (an
+/// entry the layer's chart makes; an entry in a build with a remote resource, about which no
+/// claim is made); an entry another layer applies (which depends on this one: the deadlock is
+/// named), a stale entry nothing applies, and healthCheckExprs for a kind the layer does not
+/// apply are warnings.
+#[test]
+fn severity_follows_what_the_list_loses() {
+    let (code, findings) = rule_findings(&fixture("fm005-severity", "before"), "FM005");
+    assert_eq!(code, 1);
+    let at: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| (f["layer"]["name"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        at,
+        vec![
+            ("crds", "note"),
+            ("storage", "warning"),
+            ("database", "warning"),
+            ("rook", "warning"),
+            ("mesh", "note"),
+        ],
+        "{findings:#?}"
+    );
+    let message = |layer: &str| {
+        findings
+            .iter()
+            .find(|f| f["layer"]["name"] == layer)
+            .unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(message("storage").contains("healthCheckExprs for CephCluster (ceph.rook.io/v1) are never evaluated"));
+    assert!(message("database").contains("applied by flux-system/database-cluster"));
+    assert!(message("database").contains("a fresh cluster would deadlock"));
+    assert!(message("rook").contains("nothing in this repository applies HelmRelease/rook-ceph/rook-ceph-operator"));
+    assert!(message("mesh").contains("makes no claim"));
+    assert!(!message("mesh").contains("not applied"));
+}
+
+/// `--strategy health-checks` refuses a gate that cannot pass: an entry only a dependent layer
+/// applies (deadlock on a fresh cluster) or nothing applies; it still sets wait: false where the
+/// entries exist.
+#[test]
+fn the_health_checks_strategy_refuses_a_gate_that_cannot_pass() {
+    let root = fixture("fm005-severity", "before");
+    let report = fluxmend([
+        "fix",
+        root.to_str().unwrap(),
+        "--rule",
+        "FM005",
+        "--strategy",
+        "health-checks",
+        "--format",
+        "json",
+    ])
+    .json();
+    let reason = |layer: &str| {
+        let f = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["layer"]["name"] == layer)
+            .unwrap();
+        (f["fix"].is_null(), f["no_fix_reason"].as_str().unwrap_or_default().to_string())
+    };
+    let (none, why) = reason("database");
+    assert!(none && why.contains("a fresh cluster would deadlock"), "{why}");
+    let (none, why) = reason("rook");
+    assert!(none && why.contains("never become Ready"), "{why}");
+    for layer in ["crds", "storage", "mesh"] {
+        assert!(!reason(layer).0, "{layer}: {report:#}");
+    }
+}
+
+/// Without wait, a healthChecks entry is polled whichever layer applies it: `simulate` shows a
+/// failing object of another layer holding the layer that lists it.
+#[test]
+fn simulate_shows_a_healthchecks_gate_on_another_layers_object() {
+    let root = fixture("fm005-severity", "before");
+    let run = fluxmend([
+        "simulate",
+        root.to_str().unwrap(),
+        "--fail",
+        "Cluster/database/postgres",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("flux-system/reporting: Ready=False (HealthCheckFailed on Cluster/database/postgres)"),
+        "{}",
+        run.stdout
     );
 }

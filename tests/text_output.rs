@@ -66,7 +66,7 @@ fn counts_read_as_a_person_writes_them() {
     let summary = stdout.lines().last().unwrap();
     assert_eq!(
         summary,
-        "checked 28 files, 44 objects, 3 layers (3 live): findings: 8 warnings; diagnostics: none"
+        "checked 28 files, 44 objects, 3 layers (3 live): findings: 7 warnings, 1 note; diagnostics: none"
     );
     let repo = TempRepo::with_flux_instance();
     let (stdout, _) = run(repo.path(), &["check", "."], &[]);

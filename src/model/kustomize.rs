@@ -220,7 +220,42 @@ impl PatchOnTheWay {
     }
 }
 
+/// kustomize fields whose effect on what a build holds the model does not follow.
+const UNMODELLED: &[&str] = &["transformers", "replacements", "helmCharts", "generators"];
+
 impl Model<'_> {
+    /// Whether the build of `dir` is fully known: no remote entry, no `transformers`,
+    /// `replacements`, `helmCharts` or `generators`, no missing entry, anywhere below it. A
+    /// rule that claims an object is *not* in a build must know all of it.
+    pub fn fully_known(&self, dir: &str) -> bool {
+        self.fully_known_below(dir, &mut HashSet::default())
+    }
+
+    fn fully_known_below(&self, dir: &str, seen: &mut HashSet<String>) -> bool {
+        if !seen.insert(dir.to_string()) {
+            return true;
+        }
+        let Some(k) = self.kustomize_dirs.get(dir) else {
+            // A plain directory (Flux generates its kustomization) holds what is in it.
+            return true;
+        };
+        let yaml = &self.repo.file(k.file).yaml;
+        if UNMODELLED
+            .iter()
+            .any(|f| yaml.lookup(k.root, &[f]).is_some())
+        {
+            return false;
+        }
+        k.resources
+            .iter()
+            .chain(&k.components)
+            .all(|r| match &r.target {
+                RefTarget::File(_) => true,
+                RefTarget::Dir(d) => self.fully_known_below(d, seen),
+                RefTarget::Remote(_) | RefTarget::Missing(_) | RefTarget::OutsideRoot => false,
+            })
+    }
+
     /// Every patch kustomize applies on the way `r` is rendered (the `patches`,
     /// `patchesStrategicMerge` and `patchesJson6902` entries of each kustomization file in its
     /// chain): what can change the object after the document the model reads, so a rule that

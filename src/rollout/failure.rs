@@ -218,9 +218,19 @@ fn cluster_failure(
                     .filter(|&&d| status[d].is_some())
                     .map(|&d| model.layer(d).id.clone())
                     .collect();
-                (!waiting.is_empty()).then_some(Status::DependencyNotReady {
-                    waiting_for: waiting,
-                })
+                let listed = listed_failing(l, &failing);
+                if !waiting.is_empty() {
+                    Some(Status::DependencyNotReady {
+                        waiting_for: waiting,
+                    })
+                } else if !listed.is_empty() {
+                    Some(Status::HealthCheckFailed {
+                        failing: dedup(listed),
+                        masked: 0,
+                    })
+                } else {
+                    None
+                }
             };
             if next != status[id] {
                 // A layer that is not Ready fails the health check of a parent that gates it.
@@ -263,6 +273,34 @@ fn cluster_failure(
         frozen,
         corrections,
     })
+}
+
+/// The failing objects a layer without `wait` names in its healthChecks list and does not apply
+/// itself: kustomize-controller polls every entry whichever layer applies it, so another
+/// layer's failing object holds this one too (a gate `fix --strategy health-checks` may
+/// create, shown by `simulate`).
+fn listed_failing(l: &crate::model::Layer, failing: &BTreeSet<Failing>) -> Vec<String> {
+    if l.wait {
+        return Vec::new();
+    }
+    l.health_checks
+        .iter()
+        .filter(|hc| !l.inventory().any(|(_, r)| hc.matches(&r.key)))
+        .filter_map(|hc| {
+            let (_, namespace, name) = failing.iter().find(|(kind, namespace, name)| {
+                hc.kind.eq_ignore_ascii_case(kind)
+                    && hc.name == *name
+                    && hc
+                        .namespace
+                        .as_ref()
+                        .is_none_or(|ns| namespace.as_ref() == Some(ns))
+            })?;
+            Some(match namespace {
+                Some(ns) => format!("{}/{ns}/{name}", hc.kind),
+                None => format!("{}/{name}", hc.kind),
+            })
+        })
+        .collect()
 }
 
 fn dedup(mut v: Vec<String>) -> Vec<String> {

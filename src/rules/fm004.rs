@@ -2,8 +2,6 @@
 //! objects the operator generates; kustomize drops it without a word (flux-operator#2996).
 //! Documentation: `rules/FM004.md`.
 
-use rustc_hash::FxHashSet as HashSet;
-
 use crate::diagnostics::Severity;
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
@@ -198,36 +196,6 @@ fn message(
     text
 }
 
-/// kustomize fields whose effect on what a build holds the model does not follow.
-const UNMODELLED: &[&str] = &["transformers", "replacements", "helmCharts", "generators"];
-
-/// Whether the build of `dir` is fully known: no remote entry, no unmodelled transformer, no
-/// missing entry, anywhere below it.
-fn fully_known(model: &Model, dir: &str, seen: &mut HashSet<String>) -> bool {
-    if !seen.insert(dir.to_string()) {
-        return true;
-    }
-    let Some(k) = model.kustomize_dirs.get(dir) else {
-        // A plain directory (Flux generates its kustomization) holds what is in it.
-        return true;
-    };
-    let yaml = &model.repo.file(k.file).yaml;
-    if UNMODELLED
-        .iter()
-        .any(|f| yaml.lookup(k.root, &[f]).is_some())
-    {
-        return false;
-    }
-    k.resources
-        .iter()
-        .chain(&k.components)
-        .all(|r| match &r.target {
-            RefTarget::File(_) => true,
-            RefTarget::Dir(d) => fully_known(model, d, seen),
-            RefTarget::Remote(_) | RefTarget::Missing(_) | RefTarget::OutsideRoot => false,
-        })
-}
-
 /// Whether the selector, without its label and annotation selectors (labels only narrow,
 /// and transformers the model does not follow may add them), may select the rendered object:
 /// by its key after the build, or as written, or by a name the build only prefixed or
@@ -364,15 +332,13 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
             && layer.variants.iter().all(|v| {
                 v.error.is_none()
                     && v.unmodelled.is_empty()
-                    && fully_known(model, &v.dir, &mut HashSet::default())
-                    && model
-                        .flux_components(layer, &v.dir)
-                        .is_ok_and(|components| {
-                            components.iter().all(|c| match &c.target {
-                                RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
-                                _ => false,
-                            })
+                    && model.fully_known(&v.dir)
+                    && model.flux_components(layer, &v.dir).is_ok_and(|components| {
+                        components.iter().all(|c| match &c.target {
+                            RefTarget::Dir(d) => model.fully_known(d),
+                            _ => false,
                         })
+                    })
             });
         if !known {
             continue;
@@ -414,7 +380,7 @@ fn kustomization_patches(model: &Model) -> Vec<Finding> {
         let Some(list) = yaml.lookup(k.root, &["patches"]) else {
             continue;
         };
-        if k.component || !fully_known(model, &k.dir, &mut HashSet::default()) {
+        if k.component || !model.fully_known(&k.dir) {
             continue;
         }
         // The component lists this directory is built with: none when a layer's path is
@@ -437,7 +403,7 @@ fn kustomization_patches(model: &Model) -> Vec<Finding> {
                 Vec::new()
             };
             known &= components.iter().all(|c| match &c.target {
-                RefTarget::Dir(d) => fully_known(model, d, &mut HashSet::default()),
+                RefTarget::Dir(d) => model.fully_known(d),
                 _ => false,
             });
             let texts = |b: &[crate::model::ResourceRef]| {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
 use crate::model::patch::{Labels, PatchBody, Selection, fields_overlap};
-use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey};
+use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey, display_dir};
 use crate::parse::Value;
 
 use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural};
@@ -104,6 +104,136 @@ fn patched(model: &Model, layer: &Layer) -> bool {
     })
 }
 
+/// Where an entry of the ignored list is, as far as the model can tell.
+#[derive(Debug)]
+enum Place {
+    /// Applied by this layer: with wait: true it is checked anyway.
+    Here,
+    /// Not applied by any layer, but this layer applies what may make it (a HelmRelease's
+    /// chart, a ResourceSet, a FluxInstance), and waits on that.
+    MadeHere(Vec<String>),
+    /// The model cannot tell: this layer's build (or the way it is rendered) is not fully known
+    /// (see [`uncertainty`]).
+    Unknown,
+    /// Applied by another layer; `after` when that layer depends on this one.
+    Elsewhere { layer: LayerId, after: bool },
+    /// Nothing in the repository applies or makes it.
+    Nowhere,
+}
+
+/// The kinds Flux's own controllers define: a chart does not make those (a HelmRelease entry
+/// that nothing applies is a stale entry, not a chart's object).
+const FLUX_KINDS: &[&str] = &[
+    "HelmRelease",
+    "Kustomization",
+    "GitRepository",
+    "OCIRepository",
+    "HelmRepository",
+    "HelmChart",
+    "Bucket",
+];
+
+/// Why the model cannot claim that an entry is not applied by this layer, if it cannot: its
+/// build holds remote or unmodelled entries, or the parent that renders its Flux Kustomization
+/// has transformers or replacements whose effect is unknown.
+fn uncertainty(model: &Model, layer: &Layer) -> Option<String> {
+    for v in &layer.variants {
+        if v.error.is_some() {
+            return Some(format!("the build of {} fails", display_dir(&v.dir)));
+        }
+        if !v.unmodelled.is_empty() {
+            return Some(format!("{} is not fully modelled", display_dir(&v.dir)));
+        }
+        if !model.fully_known(&v.dir) {
+            return Some(format!(
+                "the build of {} holds remote or unmodelled entries",
+                display_dir(&v.dir)
+            ));
+        }
+    }
+    let parent = model.layer(layer.applied_by?);
+    parent
+        .variants
+        .iter()
+        .filter(|v| v.inventory.iter().any(|r| Some(r.object) == layer.object))
+        .find(|v| !v.unmodelled.is_empty())
+        .map(|v| {
+            format!(
+                "{} renders this layer with transformers or replacements that may rename or \
+                 re-namespace ({})",
+                parent.id,
+                v.unmodelled.join(", ")
+            )
+        })
+}
+
+/// Where the entry `hc` of `layer`'s list is.
+fn place(model: &Model, layer_id: LayerId, layer: &Layer, hc: &HealthCheck, unsure: &Option<String>) -> Place {
+    if layer.inventory().any(|(_, r)| hc.matches(&r.key)) {
+        return Place::Here;
+    }
+    if unsure.is_some() {
+        return Place::Unknown;
+    }
+    let dependents = model.dependents(layer_id);
+    let elsewhere = model
+        .live_layers()
+        .filter(|(id, l)| *id != layer_id && l.cluster == layer.cluster)
+        .find(|(_, l)| l.inventory().any(|(_, r)| hc.matches(&r.key)));
+    if let Some((other, _)) = elsewhere {
+        return Place::Elsewhere {
+            layer: other,
+            after: dependents.contains(&other),
+        };
+    }
+    let makers: Vec<String> = layer
+        .inventory()
+        .filter(|(_, r)| {
+            let kind = r.key.kind.as_str();
+            kind == "HelmRelease" || model.is_flux_instance(r.object) || kind == "ResourceSet"
+        })
+        .map(|(_, r)| r.key.to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !makers.is_empty() && !FLUX_KINDS.contains(&hc.kind.as_str()) {
+        return Place::MadeHere(makers);
+    }
+    Place::Nowhere
+}
+
+/// The `healthCheckExprs` kinds (`apiVersion`, `kind`) of the layer that it applies no object
+/// of: with wait: true, kustomize-controller evaluates an expression only on the objects it
+/// applied and health-checks, so these are never evaluated.
+fn unevaluated_exprs(model: &Model, layer: &Layer) -> Vec<String> {
+    let Some(object) = layer.object.map(|o| model.object(o)) else {
+        return Vec::new();
+    };
+    let yaml = &model.repo.file(object.file).yaml;
+    let Some(list) = yaml.lookup(object.root, &["spec", "healthCheckExprs"]) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &item in yaml.items(list) {
+        let get = |k: &str| yaml.lookup(item, &[k]).and_then(|n| yaml.scalar(n));
+        let Some(kind) = get("kind") else { continue };
+        let group = get("apiVersion")
+            .map(|a| a.rsplit_once('/').map_or("", |(g, _)| g))
+            .unwrap_or_default();
+        let applied = layer
+            .inventory()
+            .any(|(_, r)| r.key.kind == kind && (group.is_empty() || r.key.group() == group));
+        let text = match get("apiVersion") {
+            Some(api) => format!("{kind} ({api})"),
+            None => kind.to_string(),
+        };
+        if !applied && !out.contains(&text) {
+            out.push(text);
+        }
+    }
+    out
+}
+
 fn describe(
     model: &Model,
     layer_id: LayerId,
@@ -123,11 +253,17 @@ fn describe(
         .iter()
         .filter(|k| !layer.health_checks.iter().any(|hc| hc.matches(k)))
         .count();
-    let outside: Vec<&HealthCheck> = layer
+    let unsure = uncertainty(model, layer);
+    let places: Vec<(&HealthCheck, Place)> = layer
         .health_checks
         .iter()
-        .filter(|hc| !waited.iter().any(|k| hc.matches(k)))
+        .map(|hc| (hc, place(model, layer_id, layer, hc, &unsure)))
         .collect();
+    let exprs = if unsure.is_none() {
+        unevaluated_exprs(model, layer)
+    } else {
+        Vec::new()
+    };
     let blocked: Vec<_> = model
         .dependents(layer_id)
         .iter()
@@ -143,12 +279,76 @@ fn describe(
     if unlisted > 0 {
         message.push_str(&format!(", {unlisted} of them not listed"));
     }
-    if !outside.is_empty() {
-        let verb = if outside.len() == 1 { "is" } else { "are" };
+    let of = |want: fn(&Place) -> bool| -> Vec<&HealthCheck> {
+        places.iter().filter(|(_, p)| want(p)).map(|(hc, _)| *hc).collect()
+    };
+    let mut severity = Severity::Note;
+    for (hc, p) in &places {
+        let Place::Elsewhere { layer: other, after } = p else {
+            continue;
+        };
+        severity = Severity::Warning;
         message.push_str(&format!(
-            "; {} {verb} not applied by this layer and so never checked",
-            entries_text(&outside)
+            "; {} is applied by {}, not by this layer, so it is never checked here",
+            entry_text(hc),
+            model.layer(*other).id
         ));
+        if *after {
+            message.push_str(&format!(
+                ", and {} depends on this layer: with wait: false (the list as the gate) a \
+                 fresh cluster would deadlock, this layer waiting for an object that only \
+                 appears after it is Ready",
+                model.layer(*other).id
+            ));
+        }
+    }
+    let nowhere = of(|p| matches!(p, Place::Nowhere));
+    if !nowhere.is_empty() {
+        severity = Severity::Warning;
+        message.push_str(&format!(
+            "; nothing in this repository applies {}: a stale entry, with which the layer would \
+             never become Ready under wait: false",
+            entries_text(&nowhere)
+        ));
+    }
+    if !exprs.is_empty() {
+        severity = Severity::Warning;
+        message.push_str(&format!(
+            "; its healthCheckExprs for {} are never evaluated: kustomize-controller evaluates \
+             them only on objects this layer applies and health-checks, and it applies none of \
+             that kind",
+            exprs.join(", ")
+        ));
+    }
+    if severity == Severity::Note {
+        let made: Vec<String> = places
+            .iter()
+            .filter_map(|(_, p)| match p {
+                Place::MadeHere(makers) => Some(makers.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let unknown: Vec<&HealthCheck> = of(|p| matches!(p, Place::Unknown));
+        let made = if made.is_empty() {
+            String::new()
+        } else {
+            format!(" or made by {}, which it applies and waits on", made.join(", "))
+        };
+        match &unsure {
+            Some(why) if !unknown.is_empty() => message.push_str(&format!(
+                ": the list is redundant as far as fluxmend can tell, but it cannot place {} \
+                 ({why}), so it makes no claim about {}",
+                entries_text(&unknown),
+                if unknown.len() == 1 { "it" } else { "them" },
+            )),
+            _ => message.push_str(&format!(
+                ": the list is redundant, every entry is applied by this layer{made}; removing \
+                 it changes nothing on the cluster"
+            )),
+        }
     }
     if !blocked.is_empty() {
         message.push_str(&format!(
@@ -161,14 +361,14 @@ fn describe(
             if blocked.len() == 1 { "waits" } else { "wait" },
         ));
     }
-    let (fix, no_fix_reason) = match plan_fix(model, layer, strategy, &outside) {
+    let (fix, no_fix_reason) = match plan_fix(model, layer, strategy, &places) {
         Ok(fix) => (Some(fix), None),
         Err(reason) => (None, Some(reason)),
     };
     let (line, column) = file.yaml.line_col(file.yaml.node(key).span.start);
     Some(Finding {
         rule: META.id,
-        severity: Severity::Warning,
+        severity,
         message,
         file: file.path.clone(),
         line,
@@ -209,14 +409,19 @@ fn entry_count(layer: &Layer) -> String {
     )
 }
 
-/// `Kind/namespace/name` (or `Kind/name`) of each `healthChecks` entry, as written.
+/// `Kind/namespace/name` (or `Kind/name`) of a `healthChecks` entry, as written.
+fn entry_text(hc: &HealthCheck) -> String {
+    match &hc.namespace {
+        Some(ns) => format!("{}/{ns}/{}", hc.kind, hc.name),
+        None => format!("{}/{}", hc.kind, hc.name),
+    }
+}
+
+/// [`entry_text`] of each entry, comma-separated.
 fn entries_text(entries: &[&HealthCheck]) -> String {
     entries
         .iter()
-        .map(|hc| match &hc.namespace {
-            Some(ns) => format!("{}/{ns}/{}", hc.kind, hc.name),
-            None => format!("{}/{}", hc.kind, hc.name),
-        })
+        .map(|hc| entry_text(hc))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -225,7 +430,7 @@ fn plan_fix(
     model: &Model,
     layer: &Layer,
     strategy: Strategy,
-    outside: &[&HealthCheck],
+    places: &[(&HealthCheck, Place)],
 ) -> Result<Fix, String> {
     let object = model.object(layer.object.ok_or("the layer has no object to edit")?);
     let file = model.repo.file(object.file);
@@ -272,6 +477,34 @@ fn plan_fix(
             ))
         }
         Strategy::HealthChecks => {
+            // The list becomes the gate: every entry must come to exist and be ready without
+            // waiting for this layer (fluxmend's transition gate does not play health).
+            for (hc, p) in places {
+                match p {
+                    Place::Elsewhere { layer: other, after: true } => {
+                        return Err(format!(
+                            "--strategy health-checks would make {} wait for {}, which only {} \
+                             applies, and {} depends on {}: a fresh cluster would deadlock. \
+                             Keep the default strategy, or list an object this layer applies",
+                            layer.id,
+                            entry_text(hc),
+                            model.layer(*other).id,
+                            model.layer(*other).id,
+                            layer.id
+                        ));
+                    }
+                    Place::Nowhere => {
+                        return Err(format!(
+                            "--strategy health-checks would make {} wait for {}, which nothing \
+                             in this repository applies: the layer would never become Ready. \
+                             Correct or remove the entry first, or keep the default strategy",
+                            layer.id,
+                            entry_text(hc)
+                        ));
+                    }
+                    _ => {}
+                }
+            }
             let runners = listed_disposables(model, layer);
             if !runners.is_empty() {
                 return Err(format!(
@@ -289,11 +522,16 @@ fn plan_fix(
                 layer.id,
                 entry_count(layer)
             );
+            let outside: Vec<&HealthCheck> = places
+                .iter()
+                .filter(|(_, p)| !matches!(p, Place::Here))
+                .map(|(hc, _)| *hc)
+                .collect();
             if !outside.is_empty() {
                 description.push_str(&format!(
                     " (it then also waits on {}, which it does not apply: made by a chart, an \
                      operator or another layer, it must exist)",
-                    entries_text(outside)
+                    entries_text(&outside)
                 ));
             }
             Ok(Fix::new(description, GATE_TRADEOFF, changes))

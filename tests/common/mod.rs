@@ -247,11 +247,15 @@ pub fn assert_fix_writes_after_tree(case: &str, rule: &str, after_check: &[&str]
         tree(&fixture(case, "after")),
         "{case}: written tree differs from after/"
     );
+    // At `--fail-on note`: a finding the rule reports as a note (an FM005 list that changes
+    // nothing) is still one it fixes.
     let before = fluxmend([
         "check",
         fixture(case, "before").to_str().unwrap(),
         "--rule",
         rule,
+        "--fail-on",
+        "note",
     ]);
     assert_eq!(before.code, 1);
     assert!(before.stdout.contains(&tag), "{case}: {}", before.stdout);
