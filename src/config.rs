@@ -14,7 +14,7 @@
 //! Command-line flags win over the file. Mistakes in it are error diagnostics at file:line:column
 //! (an unknown key lists the valid ones); the rest of the file still applies.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{NodeId, NodeKind, YamlFile};
@@ -52,19 +52,40 @@ pub struct Config {
     pub exclude: Vec<String>,
     /// Mistakes in the file (errors), reported with the other diagnostics.
     pub diagnostics: Vec<Diagnostic>,
+    /// The file as reports name it, relative to PATH (`.fluxmend.yaml`, `../.fluxmend.yaml`).
+    pub file: String,
 }
 
 impl Config {
-    /// The configuration of the repository at `root`: empty when it has no `.fluxmend.yaml`.
+    /// The configuration of the repository at `root`: its `.fluxmend.yaml`, or the nearest one
+    /// above it up to the git work tree's top level ([`discover`]); empty when there is none.
     pub fn read(root: &Path) -> Config {
-        match crate::load::read::read_repo_file(root, FILE) {
-            Err(e) if e.is_missing() => Config::default(),
+        match discover(root) {
+            Some(path) => Config::read_file(&path, root),
+            None => Config {
+                file: FILE.to_string(),
+                ..Config::default()
+            },
+        }
+    }
+
+    /// The configuration in the file `path` (`--config FILE`, or the one discovered), its
+    /// mistakes reported at the file as seen from `root`.
+    pub fn read_file(path: &Path, root: &Path) -> Config {
+        let mut config = match read_config_file(path) {
             Err(e) => Config::failed(1, 1, format!("cannot be read: {e}")),
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => Config::parse(&text),
                 Err(_) => Config::failed(1, 1, "is not UTF-8 text".into()),
             },
+        };
+        config.file = shown_from(root, path);
+        for d in &mut config.diagnostics {
+            if d.file == FILE {
+                d.file = config.file.clone();
+            }
         }
+        config
     }
 
     fn failed(line: usize, column: usize, message: String) -> Config {
@@ -108,6 +129,43 @@ impl Config {
             }
         }
     }
+}
+
+/// `.fluxmend.yaml` in `root` or, inside a git work tree, in the nearest directory above it up
+/// to the top level: one file serves a repository whether fluxmend runs on its top level or on
+/// the folder that holds the Flux tree. Outside git only `root` itself is looked in, so that a
+/// file in a home directory never applies by accident.
+pub fn discover(root: &Path) -> Option<PathBuf> {
+    let start = root.canonicalize().ok()?;
+    let top = start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or(&start);
+    start
+        .ancestors()
+        .take_while(|dir| dir.starts_with(top))
+        .map(|dir| dir.join(FILE))
+        .find(|file| file.is_file())
+}
+
+/// `path` as seen from `root` (`../.fluxmend.yaml`), `/`-separated; as given when that cannot be
+/// said.
+fn shown_from(root: &Path, path: &Path) -> String {
+    let (Ok(root), Ok(file)) = (root.canonicalize(), path.canonicalize()) else {
+        return path.display().to_string();
+    };
+    let common = root
+        .components()
+        .zip(file.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut parts = vec!["..".to_string(); root.components().count() - common];
+    parts.extend(
+        file.components()
+            .skip(common)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
 }
 
 fn error_at(line: usize, column: usize, message: String) -> Diagnostic {
@@ -353,4 +411,12 @@ mod tests {
                 .contains("does not parse")
         );
     }
+}
+
+/// The bytes of a configuration file, read as every repository file is (no link followed,
+/// regular files only, within the size limit), from the directory that holds it.
+fn read_config_file(path: &Path) -> Result<Vec<u8>, crate::load::read::ReadError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    crate::load::read::read_repo_file(dir, &name)
 }

@@ -23,7 +23,7 @@ impl std::fmt::Display for Severity {
 }
 
 /// A problem or a skip in the repository, with its place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// Path relative to the repository root (`""` for the repository itself).
@@ -49,5 +49,27 @@ impl Diagnostic {
         self.line = Some(line);
         self.column = Some(column);
         self
+    }
+}
+
+/// `diagnostics` without exact repeats, in their first order: a file that several layers,
+/// variants or clusters read has each of its problems reported once, not once per reader.
+pub fn dedup(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashSet::new();
+    diagnostics
+        .into_iter()
+        .filter(|d| seen.insert(d.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_are_reported_once_in_their_first_order() {
+        let d = |file: &str, line| Diagnostic::new(Severity::Note, file, "m".into()).at(line, 1);
+        let out = dedup(vec![d("b", 1), d("a", 2), d("b", 1), d("a", 3), d("a", 2)]);
+        assert_eq!(out, vec![d("b", 1), d("a", 2), d("a", 3)]);
     }
 }

@@ -20,11 +20,78 @@ use fluxmend::verify::gates::VerifyMode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `fluxmend --help`: the commands people start with, and the exit codes every command keeps.
+const HELP: &str = "\
+Examples:
+  fluxmend check                        report risky layouts in the repository here
+  fluxmend fix | git apply              review the verified fix as a diff, then apply it
+  fluxmend simulate --fail FluxInstance/flux-system/flux
+                                        what stalls while that object fails
+  fluxmend explain FM001                a rule's documentation
+
+Exit codes:
+  0  nothing to report (check), nothing to change (fix), success (other commands)
+  1  findings at --fail-on (check); a change to review, or what cannot be fixed standing at
+     --fail-on (fix); a rollout that deletes a live object (simulate --from)
+  2  usage error, PATH cannot be read, or a refused or failed write or commit";
+
+/// `fluxmend check --help`.
+const CHECK_HELP: &str = "\
+Examples:
+  fluxmend check                        the repository in the current directory
+  fluxmend check k8s --show-notes       a folder, with the notes
+  fluxmend check --format sarif > fluxmend.sarif
+  fluxmend check --rule FM001 --fail-on error
+
+Exit codes:
+  0  no finding or diagnostic at or above --fail-on (default: warning)
+  1  findings or diagnostics at or above --fail-on
+  2  usage error, or PATH cannot be read";
+
+/// `fluxmend fix --help`.
+const FIX_HELP: &str = "\
+Examples:
+  fluxmend fix | git apply              review the verified fix as a diff, then apply it
+  fluxmend fix --write                  apply it in place (every file, or none)
+  fluxmend fix --commit --branch fluxmend/fix --pr-body pr.md
+
+Exit codes:
+  0  nothing to change, and nothing without a fix stands at --fail-on (default: error)
+  1  a change was printed, written or committed: review it (a move in phases changes one phase
+     per run); or nothing to change, but a finding without a fix or a diagnostic stands at
+     --fail-on (the report's last line says what)
+  2  usage error, PATH cannot be read, a refused or failed write or commit";
+
+/// `fluxmend simulate --help`.
+const SIMULATE_HELP: &str = "\
+Examples:
+  fluxmend simulate --fail FluxInstance/flux-system/flux
+  fluxmend simulate --fail StatefulSet/forgejo/runner --format json
+  fluxmend simulate --from main         what merging the work tree into main deletes
+  fluxmend simulate --from HEAD~1 --to HEAD
+
+Exit codes:
+  0  --fail: always; --from: nothing live is deleted, or only workloads re-created (pods restart)
+  1  --from: the rollout deletes a live object with a worse consequence
+  2  usage error: neither --fail nor --from, a target that is not KIND/NAMESPACE/NAME or that no
+     live layer applies or reads, --from outside git or naming no revision";
+
+/// `fluxmend graph --help`.
+const GRAPH_HELP: &str = "\
+Examples:
+  fluxmend graph                        layers, sources, paths, gating and inventories
+  fluxmend graph --format dot | dot -Tsvg > layers.svg
+
+Exit codes:
+  0  success
+  2  usage error, or PATH cannot be read";
+
 #[derive(Parser)]
 #[command(
     name = "fluxmend",
     version,
-    about = "Find and rewrite Flux delivery trees that can lock themselves."
+    about = "Find and rewrite Flux delivery trees that can lock themselves.",
+    after_help = HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,14 +101,18 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Report risky layouts (rule findings) and problems in the repository (diagnostics).
+    #[command(after_help = CHECK_HELP)]
     Check(CheckArgs),
     /// Show the layer graph fluxmend understood: layers, sources, paths, gating, inventories.
+    #[command(after_help = GRAPH_HELP)]
     Graph(GraphArgs),
     /// Rewrite risky layouts into the safe one. Prints a unified diff (git apply / patch -p1)
     /// and writes nothing unless --write or --commit is given. Every fix is verified first.
+    #[command(after_help = FIX_HELP)]
     Fix(FixArgs),
     /// Play Flux on the repository offline: what failing objects stall (--fail), or what a
     /// change does as Flux rolls it out, step by step, and what it deletes (--from/--to).
+    #[command(after_help = SIMULATE_HELP)]
     Simulate(SimulateArgs),
     /// Print a rule's documentation: what it detects, why, its fix and the fix's trade-off.
     Explain {
@@ -50,19 +121,27 @@ enum Command {
     },
     /// List the rule catalogue.
     Rules,
-    /// Print a shell completion script (e.g. `fluxmend completions bash > /etc/bash_completion.d/fluxmend`).
-    Completions {
+    /// Print a shell completion script (e.g. `fluxmend completion bash > /etc/bash_completion.d/fluxmend`).
+    #[command(alias = "completions")]
+    Completion {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff), e.g. `fluxmend man > /usr/local/share/man/man1/fluxmend.1`.
-    Man,
+    /// Print the man page (roff), e.g. `fluxmend man > /usr/local/share/man/man1/fluxmend.1`;
+    /// with --dir, write it and a page per subcommand (fluxmend-check.1, …) into DIR.
+    Man {
+        /// Write every page (fluxmend.1 and the subcommands' pages it refers to) into DIR.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
 struct FixArgs {
     #[command(flatten)]
     repo: RepoArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Fix only this rule's findings: an id (FM001) or a name (flux-instance-in-gated-layer);
     /// repeatable, or a comma-separated list.
     #[arg(long = "rule", visible_alias = "select", value_name = "ID")]
@@ -188,12 +267,40 @@ struct RepoArgs {
     /// external; repeatable.
     #[arg(long = "source", value_name = "NAME=DIR")]
     sources: Vec<String>,
+    /// Read the settings from FILE instead of `.fluxmend.yaml` (found in PATH or the nearest
+    /// directory above it, up to the git work tree's top level).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+/// How much of the text report to show.
+#[derive(Args)]
+struct OutputArgs {
+    /// Show notes (findings and diagnostics of severity note) in the text report; they are
+    /// counted but hidden by default (shown anyway with `--fail-on note`). JSON and SARIF always
+    /// hold them.
+    #[arg(long, short = 'v', visible_alias = "verbose")]
+    show_notes: bool,
+    /// Headlines only: no detail lines, no notes, no summary (`fix` still says what it changed).
+    #[arg(long, short = 'q', conflicts_with = "show_notes")]
+    quiet: bool,
+}
+
+impl OutputArgs {
+    fn shown(&self, fail_on: Option<Severity>) -> fluxmend::emit::text::Shown {
+        fluxmend::emit::text::Shown {
+            notes: !self.quiet && (self.show_notes || fail_on == Some(Severity::Note)),
+            detail: !self.quiet,
+        }
+    }
 }
 
 #[derive(Args)]
 struct CheckArgs {
     #[command(flatten)]
     repo: RepoArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// `sarif`: SARIF 2.1.0 for code scanning; `github`: GitHub Actions annotations.
     #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
     format: CheckFormat,
@@ -311,7 +418,13 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
             args.path.display()
         );
     }
-    let mut config = Config::read(&args.path);
+    let mut config = match &args.config {
+        Some(file) if !file.is_file() => {
+            return Err(usage(format!("--config {}: no such file", file.display())));
+        }
+        Some(file) => Config::read_file(file, &args.path),
+        None => Config::read(&args.path),
+    };
     let repo = Repo::load_excluding(&args.path, &config.exclude).map_err(usage)?;
     let artifact_root = match (&args.source_root, &config.source_root) {
         (Some(dir), _) => Some(source_root(&repo, dir).map_err(usage)?),
@@ -320,7 +433,7 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
             Err(e) => {
                 config.diagnostics.push(Diagnostic::new(
                     Severity::Error,
-                    fluxmend::config::FILE,
+                    &config.file,
                     format!(
                         "{}; it is inferred instead",
                         e.replacen("--source-root", "source-root", 1)
@@ -453,7 +566,11 @@ fn findings_and_diagnostics(
     let mut diagnostics = config.diagnostics;
     diagnostics.extend(model.all_diagnostics());
     diagnostics.extend(outcome.diagnostics);
-    (outcome.findings, outcome.suppressed, diagnostics)
+    (
+        outcome.findings,
+        outcome.suppressed,
+        fluxmend::diagnostics::dedup(diagnostics),
+    )
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
@@ -463,6 +580,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (findings, suppressed, diagnostics) =
         findings_and_diagnostics(&model, &rules, Default::default(), config);
     let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
+    let threshold = if args.exit_zero {
+        None
+    } else {
+        args.fail_on.severity()
+    };
     // Code scanning and CI annotations resolve paths against the checkout.
     let checkout_prefix = || match fluxmend::emit::apply::work_tree_prefix(&repo.root) {
         Some(p) if !p.is_empty() => format!("{p}/"),
@@ -475,6 +597,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                 &diagnostics,
                 &summary,
                 &report::path_base(&repo.root),
+                args.output.shown(threshold),
             ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
             CheckFormat::Sarif => {
@@ -504,11 +627,6 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         },
         args.color,
     );
-    let threshold = if args.exit_zero {
-        None
-    } else {
-        args.fail_on.severity()
-    };
     let fails = |severity: Severity| threshold.is_some_and(|t| severity >= t);
     let failing =
         findings.iter().any(|f| fails(f.severity)) || diagnostics.iter().any(|d| fails(d.severity));
@@ -520,7 +638,7 @@ fn graph(args: GraphArgs) -> Result<ExitCode, ExitCode> {
     let mut model = build_model(&repo, &options)?;
     let mut diagnostics = config.diagnostics;
     diagnostics.extend(model.all_diagnostics());
-    model.diagnostics = diagnostics;
+    model.diagnostics = fluxmend::diagnostics::dedup(diagnostics);
     print!(
         "{}",
         match args.format {
@@ -638,6 +756,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
                     &standing,
                     action,
                     &report::path_base(&repo.root),
+                    args.output.shown(args.fail_on.severity()),
                 ),
                 args.color,
             );
@@ -730,6 +849,17 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         .map_err(usage)?;
     let (repo, options, _) = load(&args.repo)?;
     let model = Model::build(&repo, &options);
+    let unknown: Vec<String> = failure::unknown(&model, &targets)
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(usage(format!(
+            "--fail {}: no live layer applies or reads {} (`fluxmend graph` lists what each layer applies)",
+            unknown.join(", "),
+            if unknown.len() == 1 { "it" } else { "them" }
+        )));
+    }
     let before = failure::simulate(&model, &targets);
     // Every phase of every fix, applied in turn: the layout the fixes lead to.
     let mut fixed: Option<Repo> = None;
@@ -755,7 +885,10 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         };
         fixed = Some(next);
     }
-    let after = fixed.map(|r| failure::simulate(&Model::build(&r, &options), &targets));
+    // Said only when the fixes change what this failure does.
+    let after = fixed
+        .map(|r| failure::simulate(&Model::build(&r, &options), &targets))
+        .filter(|after| *after != before);
     print!(
         "{}",
         match args.format {
@@ -789,7 +922,7 @@ fn main() -> ExitCode {
                 Err(ExitCode::from(2))
             }
         },
-        Command::Completions { shell } => {
+        Command::Completion { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(
                 shell,
@@ -799,9 +932,13 @@ fn main() -> ExitCode {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => {
+        Command::Man { dir } => {
             use clap::CommandFactory;
-            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+            let written = match &dir {
+                Some(dir) => clap_mangen::generate_to(Cli::command(), dir),
+                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()),
+            };
+            match written {
                 Ok(()) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
                     eprintln!("fluxmend: writing the man page: {e}");

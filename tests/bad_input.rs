@@ -195,6 +195,7 @@ fn tab_indentation_is_a_diagnostic_not_a_panic() {
 }
 
 #[test]
+#[cfg(unix)]
 fn symlink_loop_is_not_followed() {
     let repo = TempRepo::flux_layout();
     repo.symlink("..", "loop/parent");
@@ -213,6 +214,7 @@ fn symlink_loop_is_not_followed() {
 }
 
 #[test]
+#[cfg(unix)]
 fn symlink_out_of_the_root_is_not_followed() {
     let outside = outside_dir();
     let repo = TempRepo::flux_layout();

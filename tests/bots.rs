@@ -44,7 +44,7 @@ fn commit_message_is_a_pull_request() {
     // Two FluxInstances (one per provider) in layers of one name: one subject, not two.
     assert_eq!(
         subject,
-        "fluxmend: move FluxInstance out of infrastructure-controllers (phase 1 of 2)"
+        "fluxmend: protect FluxInstance from the prune of infrastructure-controllers (phase 1 of 2)"
     );
     for section in [
         "## Findings",
@@ -79,7 +79,7 @@ fn commit_message_is_a_pull_request() {
     std::fs::remove_file(&body_file).unwrap();
     assert_eq!(written.trim_end(), body.trim_end());
 
-    // Phase 2 names the same move, now the second phase; the commit lands on the current branch.
+    // Phase 2 names the move itself; the commit lands on the current branch.
     let run = fluxmend(["fix", "--commit", "--format", "json", root]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.json()["branch"], "fluxmend/fm001");
@@ -281,15 +281,18 @@ fn check_json_has_a_version_and_says_what_is_fixable() {
 
 #[test]
 fn completions_and_man_page() {
-    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
-        let run = fluxmend(["completions", shell]);
-        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
-        assert!(
-            run.stdout.contains("simulate") && run.stdout.contains("fail-on"),
-            "{shell}"
-        );
+    // `completion`, as flux and flux-operator spell it; the plural stays an alias.
+    for command in ["completion", "completions"] {
+        for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+            let run = fluxmend([command, shell]);
+            assert_eq!(run.code, 0, "{command} {shell}: {}", run.stderr);
+            assert!(
+                run.stdout.contains("simulate") && run.stdout.contains("fail-on"),
+                "{shell}"
+            );
+        }
     }
-    let run = fluxmend(["completions", "tcsh"]);
+    let run = fluxmend(["completion", "tcsh"]);
     assert_eq!(run.code, 2);
     let man = fluxmend(["man"]);
     assert_eq!(man.code, 0, "{}", man.stderr);
@@ -299,6 +302,75 @@ fn completions_and_man_page() {
         &man.stdout[..200]
     );
     assert!(man.stdout.contains("simulate"));
+    assert!(
+        man.stdout.contains("Exit codes:"),
+        "the help's exit codes are in the page"
+    );
+}
+
+#[test]
+fn the_man_page_links_only_pages_that_are_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = fluxmend(["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let main = std::fs::read_to_string(dir.path().join("fluxmend.1")).unwrap();
+    let linked = regex::Regex::new(r"fluxmend\\-([a-z]+)\(1\)").unwrap();
+    let pages: Vec<String> = linked
+        .captures_iter(&main)
+        .map(|c| format!("fluxmend-{}.1", &c[1]))
+        .collect();
+    assert!(pages.contains(&"fluxmend-check.1".to_string()), "{main}");
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.path().join(page))
+            .unwrap_or_else(|e| panic!("{page} is linked but not generated: {e}"));
+        assert!(text.contains(".TH"), "{page}");
+    }
+    let check = std::fs::read_to_string(dir.path().join("fluxmend-check.1")).unwrap();
+    assert!(
+        check.contains("fail\\-on") && check.contains("Exit codes:"),
+        "{check}"
+    );
+}
+
+#[test]
+fn a_commit_subject_names_each_fix_by_what_it_does() {
+    // FM005's fix moves nothing: it removes a list Flux ignores.
+    let repo = git_repo_with("fm005-inline");
+    let root = repo.path().to_str().unwrap();
+    let run = fluxmend(["fix", "--commit", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s"]).trim(),
+        "fluxmend: remove ignored healthChecks from apps"
+    );
+    let repo = git_repo_with("fm005-inline");
+    let root = repo.path().to_str().unwrap();
+    let run = fluxmend(["fix", "--commit", "--strategy", "health-checks", root]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%s"]).trim(),
+        "fluxmend: set wait: false on apps"
+    );
+}
+
+#[test]
+fn help_gives_examples_and_exit_codes() {
+    for command in [&[][..], &["check"], &["fix"], &["simulate"], &["graph"]] {
+        let run = fluxmend([command, &["--help"]].concat());
+        assert_eq!(run.code, 0, "{command:?}");
+        for section in ["Examples:", "Exit codes:", "  2  "] {
+            assert!(
+                run.stdout.contains(section),
+                "{command:?} --help: {}",
+                run.stdout
+            );
+        }
+    }
+    let fix = fluxmend(["fix", "--help"]).stdout;
+    assert!(
+        fix.contains("1  a change was printed, written or committed: review it"),
+        "{fix}"
+    );
 }
 
 #[test]

@@ -117,8 +117,9 @@ fn excluded_files_are_not_loaded() {
 fn mistakes_are_diagnostics_with_a_place_and_the_valid_keys() {
     let repo =
         repo_with("rules:\n  FM001:\n    enabled: false\n    level: high\nignore: [FM002]\n");
-    let run = repo.run("check", &[]);
+    let mut run = repo.run("check", &[]);
     assert_eq!(run.code, 1);
+    run.stdout = common::unwrapped(&run.stdout);
     assert!(
         run.stdout.contains(".fluxmend.yaml:4:5: error: rules.FM001: unknown key `level` (valid keys: enabled, severity)"),
         "{}",
@@ -188,5 +189,57 @@ fn text_paths_are_relative_to_the_current_directory_with_a_column() {
             .starts_with(&format!("{name}/{file}:{line}:{column}: ")),
         "{}",
         from_above.stdout
+    );
+}
+
+#[test]
+fn the_file_is_found_upwards_to_the_git_top_level_or_given_with_config() {
+    // The Flux tree in k8s/, the settings at the top of the work tree.
+    let repo = TempRepo::empty();
+    let tree = TempRepo::with_flux_instance();
+    common::copy_tree(tree.path(), &repo.path().join("k8s"));
+    common::git(repo.path(), &["init", "-q"]);
+    repo.write(CONFIG, "rules:\n  FM001: {enabled: false}\n");
+    let k8s = repo.path().join("k8s");
+    let run = common::fluxmend(["check", k8s.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(
+        rules(&run.json()),
+        [],
+        "the top level's file applies to k8s/"
+    );
+    // A mistake in it is reported where it is, as seen from PATH.
+    repo.write(CONFIG, "rulez: {}\n");
+    let run = common::fluxmend(["check", k8s.to_str().unwrap(), "--format", "json"]);
+    find_diagnostic(&run.json(), "../.fluxmend.yaml", "rulez");
+    // Not above the top level: a file outside the work tree never applies.
+    let outer = TempRepo::empty();
+    common::copy_tree(tree.path(), &outer.path().join("repo"));
+    common::git(&outer.path().join("repo"), &["init", "-q"]);
+    outer.write(CONFIG, "rules:\n  FM001: {enabled: false}\n");
+    let run = common::fluxmend([
+        "check",
+        outer.path().join("repo").to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(rules(&run.json()), [("FM001".into(), "error".into())]);
+    // --config names the file.
+    let settings = outer.path().join("settings.yaml");
+    std::fs::write(&settings, "rules:\n  FM001: {severity: warning}\n").unwrap();
+    let run = common::fluxmend([
+        "check",
+        outer.path().join("repo").to_str().unwrap(),
+        "--format",
+        "json",
+        "--config",
+        settings.to_str().unwrap(),
+    ]);
+    assert_eq!(rules(&run.json()), [("FM001".into(), "warning".into())]);
+    let run = common::fluxmend(["check", k8s.to_str().unwrap(), "--config", "no-such.yaml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--config no-such.yaml: no such file"),
+        "{}",
+        run.stderr
     );
 }

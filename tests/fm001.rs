@@ -196,7 +196,9 @@ fn commit_creates_one_commit_with_only_the_fix() {
     let message = git(repo.path(), &["log", "-1", "--format=%B"]);
     assert_eq!(
         message.lines().next(),
-        Some("fluxmend: move FluxInstance out of infrastructure-controllers (phase 1 of 2)"),
+        Some(
+            "fluxmend: protect FluxInstance from the prune of infrastructure-controllers (phase 1 of 2)"
+        ),
         "{message}"
     );
     assert!(message.contains("Phase 1 of 2"), "{message}");

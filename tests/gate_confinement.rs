@@ -3,6 +3,9 @@
 //! memory limit, run in their own process group, and die with fluxmend; SIGTERM removes the
 //! temporary trees; the copies are owner-only.
 
+// A fake kubectl (a /bin/sh script), permissions and signals: unix only.
+#![cfg(unix)]
+
 mod common;
 
 use std::net::TcpListener;
@@ -79,7 +82,7 @@ fn a_generator_reading_outside_the_root_is_not_verified() {
             );
         let tmp = tempfile::tempdir().unwrap();
         let out = fix(&repo, tmp.path(), &[]);
-        let err = stderr(&out);
+        let err = common::unwrapped(&stderr(&out));
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
             err.contains(&format!(
@@ -103,7 +106,7 @@ fn a_patch_url_is_never_fetched() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let out = fix(&repo, tmp.path(), &[]);
-    let err = stderr(&out);
+    let err = common::unwrapped(&stderr(&out));
     assert!(
         err.contains(&format!("`patches` entry `{url}` is a URL (never fetched)")),
         "{err}"
@@ -145,7 +148,7 @@ fn remote_bases_helm_charts_and_plugin_files_are_not_verified() {
         );
         let tmp = tempfile::tempdir().unwrap();
         let out = fix(&repo, tmp.path(), &[]);
-        let err = stderr(&out);
+        let err = common::unwrapped(&stderr(&out));
         assert!(
             err.contains("not verified: layer flux-system/apps") && err.contains(why),
             "{extra}: {err}"
@@ -164,7 +167,7 @@ fn a_build_over_its_memory_limit_is_not_verified() {
         tmp.path(),
         &[("FLUXMEND_TEST_BUILD_LIMITS", "60000,16")],
     );
-    let err = stderr(&out);
+    let err = common::unwrapped(&stderr(&out));
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("not verified: layer flux-system/apps: build exceeded 16 MiB"),
@@ -192,7 +195,7 @@ fn a_build_over_its_time_limit_is_killed_with_its_group() {
         tmp.path(),
         &[("PATH", &path), ("FLUXMEND_TEST_BUILD_LIMITS", "300,1024")],
     );
-    let err = stderr(&out);
+    let err = common::unwrapped(&stderr(&out));
     assert!(start.elapsed() < Duration::from_secs(60), "{err}");
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

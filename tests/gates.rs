@@ -437,7 +437,7 @@ fn remote_resource_layer_is_not_verified_not_failed() {
     let run = fix_cli(&dir, &[], None);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
-        run.stderr.contains(
+        common::unwrapped(&run.stderr).contains(
             "not verified: layer flux-system/apps: remote resource `https://github.com/example/remote//deploy?ref=v1` (never fetched)"
         ),
         "{}",

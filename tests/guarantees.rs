@@ -49,6 +49,7 @@ fn fluxmend_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 /// Item 1: a link named like the old fixed temporary sibling (`.NAME.fluxmend-tmp`) pointing out
 /// of the root is neither written through nor replaces the file.
 #[test]
+#[cfg(unix)]
 fn a_link_named_like_a_temporary_file_is_never_written_through() {
     let repo = TempRepo::with_protected_flux_instance();
     let outside = outside_dir();

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -86,7 +85,9 @@ fn ignore_files_flux_does_not_read_hide_nothing() {
 /// analysed. Both are below `infra/`, whose every file Flux reads (a generated kustomization):
 /// warnings, not notes.
 #[test]
+#[cfg(unix)]
 fn a_name_that_is_not_utf8_is_reported_as_such() {
+    use std::os::unix::ffi::OsStrExt as _;
     let repo = TempRepo::flux_layout();
     let bad = |name: &[u8]| repo.path().join(std::ffi::OsStr::from_bytes(name));
     std::fs::write(bad(b"infra/bad\xff.yaml"), "kind: ConfigMap\n").unwrap();

@@ -228,3 +228,151 @@ fn the_rollout_between_two_revisions_names_every_deletion() {
         phase2.stdout
     );
 }
+
+#[test]
+fn failing_an_object_no_layer_applies_is_a_usage_error() {
+    let dir = fixture("flux-instance-oci-provider", "before");
+    let run = simulate(&dir, &["--fail", "Deployment/whoami/no-such-app"]);
+    assert_eq!(run.code, 2, "a typo is not a failure that stalls nothing");
+    assert!(
+        run.stderr
+            .contains("--fail Deployment/whoami/no-such-app: no live layer applies or reads it"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
+fn the_after_section_is_there_only_when_a_fix_changes_the_outcome() {
+    // The fixes move the FluxInstance; a failing app in `apps` stalls the same either way.
+    let dir = fixture("flux-instance-oci-provider", "before");
+    let target = ["--fail", "Deployment/whoami/whoami"];
+    let text = simulate(&dir, &target);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        !text.stdout.contains("after fluxmend's fixes"),
+        "{}",
+        text.stdout
+    );
+    let json = simulate(&dir, &[&target[..], &["--format", "json"]].concat()).json();
+    assert_eq!(json["after_fixes"], Value::Null, "{json:#}");
+    // Where they change it, it is said.
+    let text = simulate(&dir, &["--fail", "FluxInstance/flux-system/flux"]);
+    assert!(
+        text.stdout.contains("after fluxmend's fixes"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn check_and_simulate_give_one_answer_on_whether_the_correction_arrives() {
+    let dir = fixture("flux-instance-oci-provider", "before");
+    let check = fluxmend(["check", dir.to_str().unwrap(), "--format", "json"]).json();
+    let fm001 = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "FM001")
+        .expect("an FM001 finding");
+    let message = fm001["message"].as_str().unwrap();
+    let correction = |target: &str| {
+        simulate(&dir, &["--fail", target, "--format", "json"]).json()["before"][0]["corrections"]
+            [0]
+        .clone()
+    };
+    // A failing instance alone is corrected through its layer (which applies before its
+    // health check): check must not say otherwise.
+    let instance = correction("FluxInstance/flux-system/flux");
+    assert_eq!(instance["can_arrive"], true, "{instance:#}");
+    assert!(
+        !message.contains(
+            "a bad instance change freezes delivery and the corrective commit cannot arrive"
+        ),
+        "{message}"
+    );
+    // The self-lock check names is the root source's, and simulate agrees that no correction
+    // arrives then.
+    let source = "OCIRepository/flux-system/flux-system";
+    assert!(
+        message.contains(&format!("self-lock; `fluxmend simulate --fail {source}`")),
+        "{message}"
+    );
+    assert_eq!(correction(source)["can_arrive"], false);
+    assert!(
+        instance["why"].as_str().unwrap().contains(&format!(
+            "unless the failure breaks the root source {source}"
+        )),
+        "{instance:#}"
+    );
+}
+
+/// Two apps whose layers share a component with a PVC named `${APP}-data`, each layer
+/// substituting its own APP: the same text names two objects.
+fn per_app_layers(apps: &[&str]) -> String {
+    let mut out = String::new();
+    for app in apps {
+        out.push_str(&format!(
+            "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {app}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps/{app}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  components:\n    - ../../components/storage\n  postBuild:\n    substitute:\n      APP: {app}\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_name_postbuild_substitutes_is_one_object_per_layer() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "components/storage/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n  - pvc.yaml\n",
+    )
+    .write(
+        "components/storage/pvc.yaml",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: ${APP}-data\n  namespace: media\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n",
+    );
+    for app in ["agregarr", "sonarr"] {
+        repo.write(
+            &format!("apps/{app}/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+        );
+    }
+    repo.write(
+        "clusters/prod/media.yaml",
+        per_app_layers(&["agregarr", "sonarr"]),
+    );
+    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
+    git(
+        repo.path(),
+        &[&as_tester[..], &["commit", "-qm", "two apps"]].concat(),
+    );
+    // Retire one app: its layer goes, and with it its own PVC; sonarr's PVC is another one.
+    repo.write("clusters/prod/media.yaml", per_app_layers(&["sonarr"]));
+    let json = simulate(repo.path(), &["--from", "HEAD", "--format", "json"]).json();
+    let deletions: Vec<&Value> = json["rollout"]["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["deletions"].as_array().unwrap())
+        .filter(|d| d["object"]["kind"] == "PersistentVolumeClaim")
+        .collect();
+    assert_eq!(deletions.len(), 1, "{json:#}");
+    let pvc = deletions[0];
+    assert_eq!(pvc["object"]["name"], "${APP}-data");
+    assert_eq!(pvc["deleted_by"]["name"], "agregarr");
+    assert_eq!(
+        pvc["recreated_by"],
+        Value::Null,
+        "sonarr's PVC is not agregarr's: {pvc:#}"
+    );
+    assert_eq!(pvc["consequence"], "data-loss");
+    assert!(
+        pvc["cause"]
+            .as_str()
+            .unwrap()
+            .contains("its name depends on postBuild"),
+        "{pvc:#}"
+    );
+}

@@ -157,3 +157,164 @@ fn a_piped_diff_is_never_coloured() {
     assert!(!diff.contains(ESC), "the diff goes to git apply as is");
     assert!(report.contains(ESC), "the report on stderr is coloured");
 }
+
+/// Text as one line per paragraph: wrapped lines continue indented by six.
+fn unwrapped(text: &str) -> String {
+    common::unwrapped(text)
+}
+
+#[test]
+fn notes_are_counted_but_shown_only_when_asked() {
+    // Two notes: the cluster layers read `replacements` fluxmend does not model.
+    let dir = fixture("flux-instance-oci-provider", "before");
+    let (stdout, _) = run(&dir, &["check", "."], &[]);
+    assert!(!stdout.contains(": note: "), "{stdout}");
+    assert!(
+        unwrapped(&stdout)
+            .contains("diagnostics: 2 notes (notes not shown: `--show-notes` or `-v` shows them)"),
+        "{stdout}"
+    );
+    for shown in [
+        &["--show-notes"][..],
+        &["-v"],
+        &["--verbose"],
+        &["--fail-on", "note"],
+    ] {
+        let (stdout, _) = run(&dir, &[&["check", "."][..], shown].concat(), &[]);
+        assert_eq!(stdout.matches(": note: ").count(), 2, "{shown:?}: {stdout}");
+        assert!(!stdout.contains("not shown"), "{stdout}");
+    }
+    let (_, stderr) = run(&dir, &["fix", "."], &[]);
+    assert!(!stderr.contains(": note: "), "{stderr}");
+    let (_, stderr) = run(&dir, &["fix", ".", "-v"], &[]);
+    assert_eq!(stderr.matches(": note: ").count(), 2, "{stderr}");
+    // JSON keeps them.
+    let (json, _) = run(&dir, &["check", ".", "--format", "json"], &[]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["summary"]["diagnostics"]["note"], 2);
+}
+
+#[test]
+fn quiet_leaves_the_headlines_alone() {
+    let dir = fixture("forgejo-runners-in-apps", "before");
+    let (stdout, _) = run(&dir, &["check", ".", "--quiet"], &[]);
+    let headline = regex::Regex::new(r"^[^ :]+:\d+:\d+: FM\d{3} (error|warning|note): \S").unwrap();
+    let paragraphs = unwrapped(&stdout);
+    assert_eq!(
+        paragraphs.lines().count(),
+        8,
+        "one line per finding: {stdout}"
+    );
+    assert!(paragraphs.lines().all(|l| headline.is_match(l)), "{stdout}");
+    let (stdout, _) = run(&dir, &["check", ".", "-q"], &[]);
+    assert_eq!(unwrapped(&stdout), paragraphs);
+    let (_, stderr) = run(&dir, &["fix", ".", "-q"], &[]);
+    assert!(!stderr.contains("trade-off"), "{stderr}");
+    assert!(
+        stderr.contains("to change; verified"),
+        "fix still says what it changes: {stderr}"
+    );
+}
+
+#[test]
+fn a_diagnostic_several_clusters_read_is_reported_once() {
+    // Two clusters apply one shared layer file whose source is another repository: one note.
+    let repo = TempRepo::empty();
+    for cluster in ["a", "b"] {
+        repo.write(
+            &format!("clusters/{cluster}/flux.yaml"),
+            format!(
+                "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  distribution: {{version: \"2.x\", registry: ghcr.io/fluxcd}}\n  sync:\n    kind: GitRepository\n    url: https://github.com/example/fleet\n    ref: refs/heads/main\n    path: clusters/{cluster}\n"
+            ),
+        )
+        .write(
+            &format!("clusters/{cluster}/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../layers\n",
+        );
+    }
+    repo.write(
+        "layers/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - shared.yaml\n",
+    )
+    .write(
+        "layers/shared.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: https://github.com/example/apps\n  ref: {branch: main}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: shared\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./deploy\n  prune: true\n  sourceRef: {kind: GitRepository, name: apps}\n",
+    );
+    let (text, _) = run(repo.path(), &["check", ".", "--show-notes"], &[]);
+    let text = unwrapped(&text);
+    assert_eq!(text.matches("is another repository").count(), 1, "{text}");
+    let (json, _) = run(repo.path(), &["check", ".", "--format", "json"], &[]);
+    assert_eq!(json.matches("is another repository").count(), 1, "{json}");
+    let (sarif, _) = run(repo.path(), &["check", ".", "--format", "sarif"], &[]);
+    assert_eq!(sarif.matches("is another repository").count(), 1, "{sarif}");
+}
+
+#[test]
+fn every_line_is_wrapped_and_headlines_are_cut_at_a_clause() {
+    // FM005's headline was one 200-character line.
+    let dir = fixture("fm005-inline", "before");
+    let (_, stderr) = run(&dir, &["fix", "."], &[]);
+    for line in stderr.lines() {
+        assert!(line.chars().count() <= 100, "not wrapped: {line}");
+    }
+    let headline = stderr.lines().next().unwrap();
+    assert!(
+        headline.starts_with("clusters/production/layers.yaml:41:3: FM005 warning: "),
+        "{stderr}"
+    );
+    // Never cut between a setting and its value.
+    assert!(!headline.ends_with("wait:"), "{headline}");
+    // A line is longer only when a headline's place alone takes the room: its first word
+    // then follows on the same line, whatever its length.
+    let dir = fixture("flux-instance-oci-provider", "before");
+    let (stdout, _) = run(&dir, &["check", ".", "-v"], &[]);
+    for line in stdout.lines() {
+        let place_alone = line.rsplit_once(' ').is_some_and(|(head, _)| {
+            ["error:", "warning:", "note:"]
+                .iter()
+                .any(|s| head.ends_with(s))
+        });
+        assert!(
+            line.chars().count() <= 100 || place_alone,
+            "not wrapped: {line}"
+        );
+    }
+}
+
+#[test]
+fn a_tradeoff_is_said_once_per_rule_and_fix_kind() {
+    // Two layers with healthChecks that wait: true ignores: two FM005 fixes of one kind.
+    let repo = TempRepo::flux_layout();
+    let with_checks = |layer: &str| {
+        format!(
+            "{}  wait: true\n  healthChecks:\n    - {{apiVersion: v1, kind: Namespace, name: {layer}}}\n",
+            repo.read(&format!("clusters/prod/{layer}.yaml"))
+                .replace("  wait: true\n", "")
+        )
+    };
+    let (apps, infra) = (with_checks("apps"), with_checks("infra"));
+    repo.write("clusters/prod/apps.yaml", apps)
+        .write("clusters/prod/infra.yaml", infra);
+    let (_, stderr) = run(repo.path(), &["fix", ".", "--rule", "FM005"], &[]);
+    assert_eq!(stderr.matches("FM005 warning").count(), 2, "{stderr}");
+    assert_eq!(
+        stderr.matches("trade-off: None on the cluster").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("trade-off: as above").count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_path_without_a_root_gets_a_hint() {
+    // The layers' folder alone: no FluxInstance sync, no bootstrap Kustomization.
+    let repo = TempRepo::flux_layout();
+    std::fs::remove_dir_all(repo.path().join("clusters/prod/flux-system")).unwrap();
+    let (stdout, _) = run(repo.path(), &["check", "."], &[]);
+    assert!(
+        unwrapped(&stdout).contains("run at the repository's top level or pass --root"),
+        "{stdout}"
+    );
+    let (stdout, _) = run(TempRepo::flux_layout().path(), &["check", "."], &[]);
+    assert!(!stdout.contains("hint:"), "{stdout}");
+}

@@ -17,8 +17,9 @@ const WIDTH: usize = 72;
 /// much of a pull request's title in its lists).
 const SUBJECT_MAX: usize = 90;
 
-/// What one fixed finding does, in the imperative: `move FluxInstance out of
-/// infrastructure-controllers (phase 1 of 2)`.
+/// What one fixed finding does, in the imperative, named by its fix's title with its phase:
+/// `move FluxInstance out of infrastructure-controllers (phase 2 of 2)`,
+/// `remove ignored healthChecks from apps`.
 fn action(f: &Finding) -> Option<String> {
     let fix = f.fix.as_ref()?;
     let phase = fix
@@ -26,14 +27,10 @@ fn action(f: &Finding) -> Option<String> {
         .as_ref()
         .map(|p| format!(" (phase {} of {})", p.phase, p.phases))
         .unwrap_or_default();
-    Some(format!(
-        "move {} out of {}{phase}",
-        md_text(&f.object.kind),
-        md_text(&f.layer.name)
-    ))
+    Some(format!("{}{phase}", md_text(&fix.title)))
 }
 
-/// The commit subject: every distinct move, sorted; when they do not fit one line, the count
+/// The commit subject: every distinct fix, sorted; when they do not fit one line, the count
 /// of fixes and their rules.
 pub fn subject(plan: &Plan) -> String {
     let actions: BTreeSet<String> = plan.findings.iter().filter_map(action).collect();
@@ -85,6 +82,7 @@ fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
 pub fn body(plan: &Plan) -> String {
     let mut out = String::new();
     out.push_str("## Findings\n\n");
+    let mut tradeoffs_said = BTreeSet::new();
     for f in plan.findings.iter().filter(|f| f.fix.is_some()) {
         let fix = f.fix.as_ref().expect("filtered");
         wrap(
@@ -106,12 +104,13 @@ pub fn body(plan: &Plan) -> String {
             "    ",
             &format!("Fix: {}", md_text(&fix.description)),
         );
-        wrap(
-            &mut out,
-            "  - ",
-            "    ",
-            &format!("Trade-off: {}", md_text(fix.tradeoff)),
-        );
+        // The same rule's same kind of fix costs the same: said once.
+        let tradeoff = if tradeoffs_said.insert((f.rule, fix.tradeoff)) {
+            fix.tradeoff
+        } else {
+            "as above."
+        };
+        wrap(&mut out, "  - ", "    ", &format!("Trade-off: {}", md_text(tradeoff)));
         if let Some(p) = &fix.phase {
             let step = if p.phase < p.phases {
                 format!(

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::emit::escape;
-use crate::emit::text::{self, FindingWriter};
+use crate::emit::text::{self, FindingWriter, Shown};
 use crate::model::{Layer, LayerRef, Model};
 use crate::rules::Finding;
 use crate::rules::plural;
@@ -31,6 +31,9 @@ pub struct Summary {
     pub diagnostics: BTreeMap<Severity, usize>,
     /// Findings held back by a suppression (not in `findings`).
     pub suppressed: usize,
+    /// PATH holds no root, so every top layer was taken for one (the text report's hint).
+    #[serde(skip)]
+    pub rootless: bool,
 }
 
 impl Summary {
@@ -48,6 +51,7 @@ impl Summary {
             findings: by_severity(findings.iter().map(|f| f.severity)),
             diagnostics: by_severity(diagnostics.iter().map(|d| d.severity)),
             suppressed: suppressed.len(),
+            rootless: crate::rollout::rootless(model),
         }
     }
 }
@@ -114,26 +118,29 @@ pub fn path_base(root: &std::path::Path) -> String {
 }
 
 /// `check --format text`: one block per finding, one line per diagnostic, then the summary.
-/// Paths are written below `base` ([`path_base`]).
+/// Paths are written below `base` ([`path_base`]). Notes are counted but shown only when
+/// `shown` says so; `--quiet` leaves the headlines alone.
 pub fn check_text(
     findings: &[Finding],
     diagnostics: &[Diagnostic],
     summary: &Summary,
     base: &str,
+    shown: Shown,
 ) -> String {
     let mut out = String::new();
-    let mut writer = FindingWriter::default();
-    for f in findings {
-        writer.write(&mut out, f, base);
-        if f.fix.is_some() {
+    let mut writer = FindingWriter::new(shown);
+    for f in findings.iter().filter(|f| shown.shows(f.severity)) {
+        if writer.write(&mut out, f, base) && f.fix.is_some() {
             text::detail(&mut out, "fix", "available: `fluxmend fix` shows it");
         }
     }
-    for d in diagnostics {
+    for d in diagnostics.iter().filter(|d| shown.shows(d.severity)) {
         diagnostic_line(&mut out, d, base);
     }
-    let _ = write!(
-        out,
+    if !shown.detail {
+        return out;
+    }
+    let mut line = format!(
         "checked {}, {}, {} ({} live): findings: {}; diagnostics: {}",
         plural(summary.files, "file", "files"),
         plural(summary.objects, "object", "objects"),
@@ -144,16 +151,52 @@ pub fn check_text(
     );
     if summary.suppressed > 0 {
         let _ = write!(
-            out,
+            line,
             "; suppressed: {} (`--format json` lists them with their reasons)",
             plural(summary.suppressed, "finding", "findings")
         );
     }
-    out.push('\n');
+    hidden_notes(&mut line, findings, diagnostics, shown);
+    text::wrap(&mut out, "", text::CONTINUATION, &line);
+    if summary.rootless {
+        no_root_hint(&mut out);
+    }
     out
 }
 
-/// `file:line:column: severity: message` (the root itself for the repository), below `base`.
+/// ` (N notes not shown: …)` when the report left notes out.
+fn hidden_notes(out: &mut String, findings: &[Finding], diagnostics: &[Diagnostic], shown: Shown) {
+    let hidden = findings
+        .iter()
+        .map(|f| f.severity)
+        .chain(diagnostics.iter().map(|d| d.severity))
+        .filter(|&s| !shown.shows(s))
+        .count();
+    if hidden > 0 {
+        let _ = write!(
+            out,
+            " ({} not shown: `--show-notes` or `-v` shows {})",
+            if hidden == 1 { "note" } else { "notes" },
+            if hidden == 1 { "it" } else { "them" }
+        );
+    }
+}
+
+/// What to do when PATH holds no root: every top layer was taken for one, which is right for a
+/// fleet's shared folder but usually means fluxmend ran one folder too deep.
+fn no_root_hint(out: &mut String) {
+    text::wrap(
+        out,
+        "hint: ",
+        text::CONTINUATION,
+        "PATH holds no root (no FluxInstance sync, no bootstrap flux-system Kustomization), so \
+         every layer that no other layer applies is taken for one: run at the repository's top \
+         level or pass --root",
+    );
+}
+
+/// `file:line:column: severity: message` (the root itself for the repository), below `base`,
+/// wrapped like a finding's headline.
 fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
     let place = match (d.line, d.column) {
         (Some(l), Some(c)) => format!("{base}{}:{l}:{c}", d.file),
@@ -161,13 +204,7 @@ fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
         _ if d.file.is_empty() => base.trim_end_matches('/').to_string(),
         _ => format!("{base}{}", d.file),
     };
-    let _ = writeln!(
-        out,
-        "{}: {}: {}",
-        text::styled(text::place_style(), &escape::terminal(&place)),
-        text::styled(text::severity_style(d.severity), &d.severity.to_string()),
-        escape::terminal(&d.message)
-    );
+    text::headline(out, &place, None, d.severity, &d.message);
 }
 
 /// `2 errors, 1 warning`, most severe first, or `none`.
@@ -488,8 +525,9 @@ impl Standing {
 }
 
 /// `fix` report for people (stderr; the diff alone goes to stdout): each finding with its fix or
-/// the reason there is none, the diagnostics at warning and above (all counted), the change, and
-/// what still stands at `--fail-on`.
+/// the reason there is none (a trade-off said once per rule and fix kind), the diagnostics at
+/// warning and above (notes too when `shown` says so; all counted), the change, and what still
+/// stands at `--fail-on`.
 pub fn fix_text(
     plan: &crate::verify::Plan,
     suppressed: &[Suppressed],
@@ -497,15 +535,24 @@ pub fn fix_text(
     standing: &Standing,
     action: &str,
     base: &str,
+    shown: Shown,
 ) -> String {
     let mut out = String::new();
-    let mut writer = FindingWriter::default();
-    for f in &plan.findings {
-        writer.write(&mut out, f, base);
+    let mut writer = FindingWriter::new(shown);
+    let mut tradeoffs_said = std::collections::HashSet::new();
+    for f in plan.findings.iter().filter(|f| shown.shows(f.severity)) {
+        if !writer.write(&mut out, f, base) {
+            continue;
+        }
         match (&f.fix, &f.no_fix_reason) {
             (Some(fix), _) => {
                 text::detail(&mut out, "fix", &fix.description);
-                text::detail(&mut out, "trade-off", fix.tradeoff);
+                // The same rule's same kind of fix costs the same: said once.
+                if tradeoffs_said.insert((f.rule, fix.tradeoff)) {
+                    text::detail(&mut out, "trade-off", fix.tradeoff);
+                } else {
+                    text::detail(&mut out, "trade-off", "as above");
+                }
                 if let Some(p) = &fix.phase {
                     if p.phase < p.phases {
                         text::detail(
@@ -523,20 +570,18 @@ pub fn fix_text(
             (None, None) => {}
         }
     }
-    for d in diagnostics
-        .iter()
-        .filter(|d| d.severity >= Severity::Warning)
-    {
+    for d in diagnostics.iter().filter(|d| shown.shows(d.severity)) {
         diagnostic_line(&mut out, d, base);
     }
-    if !diagnostics.is_empty() {
-        let _ = writeln!(
-            out,
+    if !diagnostics.is_empty() && shown.detail {
+        let mut line = format!(
             "diagnostics: {} (`fluxmend check` lists them all)",
             count(&by_severity(diagnostics.iter().map(|d| d.severity)))
         );
+        hidden_notes(&mut line, &plan.findings, diagnostics, shown);
+        text::wrap(&mut out, "", text::CONTINUATION, &line);
     }
-    if !suppressed.is_empty() {
+    if !suppressed.is_empty() && shown.detail {
         let _ = writeln!(
             out,
             "suppressed: {} (not fixed; `--format json` lists them with their reasons)",
@@ -552,10 +597,10 @@ pub fn fix_text(
     };
     if files > 0 {
         for note in &plan.not_verified {
-            let _ = writeln!(out, "  not verified: {}", escape::terminal(note));
+            text::wrap(&mut out, "  not verified: ", text::CONTINUATION, note);
         }
         for note in &plan.rollout_notes {
-            let _ = writeln!(out, "  {}", escape::terminal(note));
+            text::wrap(&mut out, "  ", text::CONTINUATION, note);
         }
     }
     if let (true, Some(threshold)) = (standing.fails(), standing.threshold) {

@@ -3,7 +3,6 @@
 //! (ANSI, stripped by `anstream` where colour is off: `--color`, `NO_COLOR`, not a terminal).
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
 
@@ -16,6 +15,9 @@ const WIDTH: usize = 100;
 
 /// Indent of detail lines below a headline.
 const INDENT: &str = "    ";
+
+/// Indent of the lines a wrapped headline, detail line or summary continues on.
+pub const CONTINUATION: &str = "      ";
 
 /// A headline longer than this is cut at a clause boundary, the rest going to the detail.
 const HEADLINE_MAX: usize = 120;
@@ -55,7 +57,7 @@ pub fn split_message(message: &str) -> (String, Vec<String>, bool) {
     {
         cut_here = true;
         let rest = headline[cut..]
-            .trim_start_matches([',', ':'])
+            .trim_start_matches([',', ':', ';', '—', ' '])
             .trim()
             .to_string();
         headline.truncate(cut);
@@ -82,38 +84,78 @@ fn sentences(message: &str) -> Vec<String> {
     out
 }
 
-/// Where to cut a long headline: the first `, ` or `: ` at least 40 bytes in, outside brackets.
+/// Where to cut a long headline: the first clause boundary at least 40 bytes in — `, `, `; `,
+/// ` — `, or a `: ` that opens a clause — outside brackets, braces and code spans, and never the
+/// colon of a `key: value` (`wait: true`), which would split the setting from its value.
 fn clause_cut(headline: &str) -> Option<usize> {
     let mut depth = 0i32;
+    let mut code = false;
     for (i, c) in headline.char_indices() {
+        let rest = &headline[i + c.len_utf8()..];
         match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            ',' | ':' if depth == 0 && i >= 40 && headline[i + 1..].starts_with(' ') => {
-                return Some(i);
+            '`' => code = !code,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ if depth > 0 || code || i < 40 => {}
+            ',' | ';' if rest.starts_with(' ') => return Some(i),
+            '—' if headline[..i].ends_with(' ') && rest.starts_with(' ') => {
+                return Some(i - 1);
             }
+            ':' if rest.starts_with(' ') && opens_clause(&rest[1..]) => return Some(i),
             _ => {}
         }
     }
     None
 }
 
-/// `text` wrapped to [`WIDTH`]: the first line after `first`, the others after `rest`.
+/// Whether the text after a `: ` is a clause (several words before the next punctuation) rather
+/// than the value of a `key: value` (`true, so…`, `disabled where…`, `2 entries`).
+fn opens_clause(after: &str) -> bool {
+    let phrase = after
+        .split([',', ';', ':', '(', ')', '[', ']', '{', '}'])
+        .next()
+        .unwrap_or("");
+    phrase.split_whitespace().count() >= 4
+}
+
+/// The width of `text` on a terminal: its characters without ANSI styles.
+fn visible_width(text: &str) -> usize {
+    let mut width = 0;
+    let mut escape = false;
+    for c in text.chars() {
+        match c {
+            '\u{1b}' => escape = true,
+            'm' if escape => escape = false,
+            _ if escape => {}
+            _ => width += 1,
+        }
+    }
+    width
+}
+
+/// `text` wrapped to [`WIDTH`]: the first line after `first`, the others after `rest`. Words
+/// are never split (a long path stays whole, and clickable); styles do not count as width.
 pub fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
+    // The text comes from the repository: inert on a terminal (`first` and `rest` are ours).
+    let text = escape::terminal(text);
     let mut line = first.to_string();
+    let mut width = visible_width(first);
     let mut empty = true;
     for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let len = line.chars().count();
-        if !empty && len + 1 + word.chars().count() > WIDTH {
+        let word_width = visible_width(word);
+        if !empty && width + 1 + word_width > WIDTH {
             out.push_str(&line);
             out.push('\n');
             line = rest.to_string();
+            width = visible_width(rest);
             empty = true;
         }
         if !empty {
             line.push(' ');
+            width += 1;
         }
         line.push_str(word);
+        width += word_width;
         empty = false;
     }
     out.push_str(&line);
@@ -122,25 +164,56 @@ pub fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
 
 /// A detail line `label: text` below a headline (no label: the text alone), wrapped.
 pub fn detail(out: &mut String, label: &str, text: &str) {
-    let (label, text) = (&*escape::terminal(label), &*escape::terminal(text));
-    let label_text = if label.is_empty() {
-        String::new()
+    let first = if label.is_empty() {
+        INDENT.to_string()
     } else {
-        format!("{label}: ")
+        format!(
+            "{INDENT}{} ",
+            styled(Style::new().bold(), &format!("{}:", escape::terminal(label)))
+        )
     };
-    let mut wrapped = String::new();
-    wrap(
-        &mut wrapped,
-        &format!("{INDENT}{label_text}"),
-        &format!("{INDENT}  "),
-        text,
+    wrap(out, &first, CONTINUATION, text);
+}
+
+/// A headline, `place rule severity: text` (`place severity: text` for a diagnostic), wrapped:
+/// its continuation lines are indented like detail that continues, so that only headlines start
+/// at the margin.
+pub fn headline(out: &mut String, place: &str, rule: Option<&str>, severity: Severity, text: &str) {
+    let rule = rule.map_or(String::new(), |r| {
+        format!(" {}", styled(Style::new().bold(), r))
+    });
+    let first = format!(
+        "{}{rule} {}: ",
+        styled(place_style(), &format!("{}:", escape::terminal(place))),
+        styled(severity_style(severity), &severity.to_string()),
     );
-    if !label.is_empty() {
-        // Styled after wrapping, so that the width counts only what is visible.
-        let bold = styled(Style::new().bold(), &format!("{label}:"));
-        wrapped = wrapped.replacen(&format!("{INDENT}{label}:"), &format!("{INDENT}{bold}"), 1);
+    wrap(out, &first, CONTINUATION, text);
+}
+
+/// How much of a text report to show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// Notes (findings and diagnostics of severity note): `--show-notes`/`-v`, or `--fail-on
+    /// note`, where they decide the exit code. JSON and SARIF always keep them.
+    pub notes: bool,
+    /// The detail lines below a headline and the closing summary: off with `--quiet`.
+    pub detail: bool,
+}
+
+impl Default for Shown {
+    fn default() -> Self {
+        Shown {
+            notes: false,
+            detail: true,
+        }
     }
-    out.push_str(&wrapped);
+}
+
+impl Shown {
+    /// Whether something of `severity` is shown.
+    pub fn shows(&self, severity: Severity) -> bool {
+        self.notes || severity > Severity::Note
+    }
 }
 
 /// A unified diff coloured for a terminal: removed lines red, added green, hunk headers cyan.
@@ -170,24 +243,34 @@ pub fn diff(diff: &str) -> String {
 /// Writes findings as headline and detail, each layer's shared explanation once.
 #[derive(Default)]
 pub struct FindingWriter {
+    shown: Shown,
     /// (layer, sentence) pairs already written.
     said: HashSet<(String, String)>,
 }
 
 impl FindingWriter {
-    /// The headline and the message's detail of `f`, paths below `base`.
-    pub fn write(&mut self, out: &mut String, f: &Finding, base: &str) {
-        let (headline, details, cut) = split_message(&f.message);
-        let headline = escape::terminal(&headline);
-        let place =
-            escape::terminal(&format!("{base}{}:{}:{}:", f.file, f.line, f.column)).into_owned();
-        let _ = writeln!(
+    pub fn new(shown: Shown) -> Self {
+        FindingWriter {
+            shown,
+            said: HashSet::new(),
+        }
+    }
+
+    /// The headline and the message's detail of `f`, paths below `base`; with `--quiet`, the
+    /// headline alone. Returns whether detail lines may follow (not `--quiet`).
+    pub fn write(&mut self, out: &mut String, f: &Finding, base: &str) -> bool {
+        let (summary, details, cut) = split_message(&f.message);
+        let place = format!("{base}{}:{}:{}:", f.file, f.line, f.column);
+        headline(
             out,
-            "{} {} {}: {headline}",
-            styled(place_style(), &place),
-            styled(Style::new().bold(), f.rule),
-            styled(severity_style(f.severity), &f.severity.to_string()),
+            place.trim_end_matches(':'),
+            Some(f.rule),
+            f.severity,
+            &summary,
         );
+        if !self.shown.detail {
+            return false;
+        }
         let layer = f.layer.to_string();
         let mut repeated = false;
         for (i, sentence) in details.into_iter().enumerate() {
@@ -208,6 +291,7 @@ impl FindingWriter {
         if !f.cluster.is_empty() {
             detail(out, "cluster", &f.cluster);
         }
+        true
     }
 }
 
@@ -234,6 +318,46 @@ mod tests {
             clause_cut("flux-system/apps (wait: true) health-gates StatefulSet/x, a disposable"),
             Some(56)
         );
+    }
+
+    #[test]
+    fn a_headline_is_never_cut_inside_braces_or_a_setting() {
+        // The colon of `wait: true` and the commas inside a patch target are not clause ends.
+        let target = "FluxInstance/flux-system/flux: the patch at line 12 targets {kind: \
+                      Deployment, name: kustomize-controller}, which selects nothing";
+        let cut = clause_cut(target).expect("a clause");
+        assert!(
+            target[..cut].ends_with("kustomize-controller}"),
+            "{}",
+            &target[..cut]
+        );
+        let setting = "flux-system/infrastructure-controllers has wait: true, so Flux ignores it";
+        let cut = clause_cut(setting).expect("a clause");
+        assert!(
+            setting[..cut].ends_with("has wait: true"),
+            "{}",
+            &setting[..cut]
+        );
+        // A colon that opens a clause is one; code spans are not cut.
+        let clause =
+            "root-source trust loop of flux-system/apps: the patch of FluxInstance/x sets it";
+        assert!(clause[..clause_cut(clause).unwrap()].ends_with("flux-system/apps"));
+        assert_eq!(
+            clause_cut("a sentence long enough to reach forty bytes `a, b: c d e f` ends"),
+            None
+        );
+    }
+
+    #[test]
+    fn styles_do_not_count_as_width() {
+        let mut plain = String::new();
+        let mut coloured = String::new();
+        let text = "word ".repeat(40);
+        wrap(&mut plain, "place: ", "  ", &text);
+        let first = format!("{} ", styled(place_style(), "place:"));
+        wrap(&mut coloured, &first, "  ", &text);
+        let strip = |s: &str| s.replace("\u{1b}[1m", "").replace("\u{1b}[0m", "");
+        assert_eq!(strip(&coloured), plain);
     }
 
     #[test]

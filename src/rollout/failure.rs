@@ -25,6 +25,15 @@ pub struct Target {
 }
 
 impl Target {
+    /// The target naming a Flux source.
+    pub fn source(s: &crate::model::SourceRef) -> Target {
+        Target {
+            kind: s.kind.clone(),
+            namespace: Some(s.namespace.clone()),
+            name: s.name.clone(),
+        }
+    }
+
     /// Parse `KIND/NAMESPACE/NAME` or `KIND/NAME`.
     pub fn parse(text: &str) -> Result<Target, String> {
         let parts: Vec<&str> = text.split('/').collect();
@@ -78,7 +87,7 @@ pub enum Status {
 }
 
 /// One layer that is not Ready.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Affected {
     pub layer: LayerRef,
     #[serde(flatten)]
@@ -86,7 +95,7 @@ pub struct Affected {
 }
 
 /// Whether a corrective commit to a failing object reaches the cluster.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Correction {
     pub target: String,
     /// The files a correction edits (one per variant of a placeholder path that defines it).
@@ -98,7 +107,7 @@ pub struct Correction {
 }
 
 /// What the targets do to one cluster.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClusterFailure {
     /// The root layer and the file that defines it.
     pub root: String,
@@ -131,6 +140,35 @@ pub fn simulate(model: &Model, targets: &[Target]) -> Vec<ClusterFailure> {
         .collect()
 }
 
+/// The targets no live layer of any cluster applies or reads: naming one is a mistake (a typo,
+/// the wrong namespace), not a failure that stalls nothing.
+pub fn unknown<'t>(model: &Model, targets: &'t [Target]) -> Vec<&'t Target> {
+    let layers: Vec<LayerId> = model.live_layers().map(|(id, _)| id).collect();
+    targets
+        .iter()
+        .filter(|t| !applied_or_read(model, &layers, t))
+        .collect()
+}
+
+/// Whether a corrective commit reaches `target` in `cluster` while it fails: the one answer
+/// `simulate --fail` prints and the rules quote. `None` when no live layer of the cluster
+/// applies or reads it.
+pub fn correction_of(model: &Model, cluster: usize, target: &Target) -> Option<Correction> {
+    cluster_failure(model, cluster, String::new(), std::slice::from_ref(target))
+        .and_then(|c| c.corrections.into_iter().next())
+}
+
+/// Whether one of `layers` applies `t`, reads it as its source, or is it.
+fn applied_or_read(model: &Model, layers: &[LayerId], t: &Target) -> bool {
+    layers.iter().any(|&id| {
+        let l = model.layer(id);
+        l.inventory()
+            .any(|(_, r)| t.matches(&r.key.kind, r.key.namespace.as_deref(), &r.key.name))
+            || t.matches(&l.source.kind, Some(&l.source.namespace), &l.source.name)
+            || t.matches("Kustomization", Some(&l.id.namespace), &l.id.name)
+    })
+}
+
 fn layers_of(model: &Model, cluster: usize) -> Vec<LayerId> {
     model
         .live_layers()
@@ -154,16 +192,10 @@ fn cluster_failure(
     targets: &[Target],
 ) -> Option<ClusterFailure> {
     let layers = layers_of(model, cluster);
-    let exists = |t: &Target| {
-        layers.iter().any(|&id| {
-            let l = model.layer(id);
-            l.inventory()
-                .any(|(_, r)| t.matches(&r.key.kind, r.key.namespace.as_deref(), &r.key.name))
-                || t.matches(&l.source.kind, Some(&l.source.namespace), &l.source.name)
-                || t.matches("Kustomization", Some(&l.id.namespace), &l.id.name)
-        })
-    };
-    let present: Vec<&Target> = targets.iter().filter(|t| exists(t)).collect();
+    let present: Vec<&Target> = targets
+        .iter()
+        .filter(|t| applied_or_read(model, &layers, t))
+        .collect();
     if present.is_empty() {
         return None;
     }
@@ -392,10 +424,23 @@ fn correction(
             ),
         )
     } else {
+        // A FluxInstance's failure may break the root source it owns; when this layer reads
+        // that source, the correction then cannot arrive (what `--fail SOURCE` shows).
+        let owned = model
+            .is_flux_instance(object)
+            .then(|| model.instance_source(object))
+            .flatten()
+            .filter(|owned| *owned == layer.source);
+        let unless = owned.map_or(String::new(), |owned| {
+            format!(
+                ", unless the failure breaks the root source {owned} the instance owns, which {} reads (`fluxmend simulate --fail {owned}` shows that self-lock)",
+                layer.id
+            )
+        });
         (
             true,
             format!(
-                "{via}; it applies a new revision before its health check, so a corrective commit arrives"
+                "{via}; it applies a new revision before its health check, so a corrective commit arrives{unless}"
             ),
         )
     };

@@ -168,13 +168,24 @@ struct Applied {
     /// flux-operator leaves Flux installed when this FluxInstance is deleted.
     instance_disabled: bool,
     is_instance: bool,
+    /// For a name holding a `${VAR}` that the layer's `postBuild` substitutes: that
+    /// `postBuild`. The same text under two different substitutions (one shared component
+    /// in every app's layer) names two objects; under the same one (a layer split off with its
+    /// settings), one.
+    scope: Option<crate::parse::Value>,
+}
+
+/// Whether an object's name or namespace holds a `${VAR}` left for `postBuild` to substitute.
+fn named_by_post_build(key: &ObjectKey) -> bool {
+    key.name.contains("${") || key.namespace.as_deref().is_some_and(|ns| ns.contains("${"))
 }
 
 /// Placeholder bindings of a variant: (placeholder, the directory name it matched).
 type Bindings = Vec<(String, String)>;
 
-/// For each object, the layers that apply it and the bindings of the variant it comes from.
-type Appliers = HashMap<ObjectKey, Vec<(LayerRef, Bindings)>>;
+/// For each object (and, for a name `postBuild` substitutes, the layer it belongs to), the layers
+/// that apply it and the bindings of the variant it comes from.
+type Appliers = HashMap<(ObjectKey, Option<crate::parse::Value>), Vec<(LayerRef, Bindings)>>;
 
 /// One side of a cluster: its live layers by identity.
 struct Side<'m, 'r> {
@@ -188,6 +199,11 @@ impl<'m, 'r> Side<'m, 'r> {
             return Vec::new();
         };
         let layer = self.model.layer(l);
+        let post_build = layer.object.map(|o| self.model.object(o)).and_then(|o| {
+            let yaml = &self.model.repo.file(o.file).yaml;
+            yaml.lookup(o.root, &["spec", "postBuild"])
+                .and_then(|n| yaml.value(n).ok())
+        });
         layer
             .variants
             .iter()
@@ -203,6 +219,7 @@ impl<'m, 'r> Side<'m, 'r> {
                         exempt: has(PRUNE_DISABLED) || has(RECONCILE_DISABLED),
                         instance_disabled: has(INSTANCE_RECONCILE_DISABLED),
                         is_instance: self.model.is_flux_instance(r.object),
+                        scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
                     }
                 })
             })
@@ -271,14 +288,8 @@ fn compatible(a: &[(String, String)], b: &[(String, String)]) -> bool {
 /// A stable name for each cluster: its root layer and the path it syncs (what tells a fleet's
 /// clusters apart, and stays put when a change moves the file that defines the root).
 pub fn cluster_keys(model: &Model) -> BTreeMap<usize, String> {
-    let mut roots: BTreeMap<usize, Vec<&Layer>> = BTreeMap::new();
-    for (_, layer) in model.live_layers() {
-        if layer.applied_by.is_none() {
-            roots.entry(layer.cluster).or_default().push(layer);
-        }
-    }
     let mut out: BTreeMap<usize, String> = BTreeMap::new();
-    for (cluster, layers) in roots {
+    for (cluster, layers) in top_layers(model) {
         let mut key = match layers.as_slice() {
             [root] => format!("{} (path {})", root.id, display_dir(&root.path)),
             // No FluxInstance sync or bootstrap Kustomization: every layer is its own root.
@@ -291,6 +302,24 @@ pub fn cluster_keys(model: &Model) -> BTreeMap<usize, String> {
         out.insert(cluster, key);
     }
     out
+}
+
+/// The live layers no other layer applies, per cluster: a cluster's root, or — when the
+/// repository holds no root — every such layer, in one shared cluster.
+fn top_layers<'m>(model: &'m Model) -> BTreeMap<usize, Vec<&'m Layer>> {
+    let mut roots: BTreeMap<usize, Vec<&Layer>> = BTreeMap::new();
+    for (_, layer) in model.live_layers() {
+        if layer.applied_by.is_none() {
+            roots.entry(layer.cluster).or_default().push(layer);
+        }
+    }
+    roots
+}
+
+/// Whether PATH holds no root (no FluxInstance sync, no bootstrap Kustomization, no `--root`)
+/// and several top layers were taken for roots instead.
+pub fn rootless(model: &Model) -> bool {
+    top_layers(model).values().any(|layers| layers.len() > 1)
 }
 
 fn side<'m, 'r>(model: &'m Model<'r>, cluster: Option<usize>) -> Side<'m, 'r> {
@@ -380,7 +409,7 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
         for (id, objects) in inv {
             for o in objects {
                 by_key
-                    .entry(o.key.clone())
+                    .entry((o.key.clone(), o.scope.clone()))
                     .or_default()
                     .push(((*id).clone(), o.bindings.clone()));
             }
@@ -390,7 +419,7 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
     let (applied_before, applied_after) = (index(&inv_before), index(&inv_after));
     // The layers applying `x` (in a variant it can meet), as one side says.
     let appliers = |side: &Appliers, x: &Applied| -> Vec<LayerRef> {
-        side.get(&x.key)
+        side.get(&(x.key.clone(), x.scope.clone()))
             .map(|v| {
                 v.iter()
                     .filter(|(_, b)| compatible(b, &x.bindings))
@@ -496,7 +525,7 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
                         l.prune
                     );
                 }
-                let cause = match (&recreated_by, a) {
+                let mut cause = match (&recreated_by, a) {
                     (Some(m), Some(_)) if ordered_before(&after, m).contains(id) => format!(
                         "it leaves {id}'s inventory, and {m} depends on {id}: {id} prunes it before {m} applies it"
                     ),
@@ -509,6 +538,11 @@ fn play_cluster(root: &str, before: Side, after: Side, cluster: Option<usize>) -
                         b.map_or_else(String::new, |b| deletion_policy(before.model, b))
                     ),
                 };
+                if x.scope.is_some() {
+                    cause.push_str(&format!(
+                        "; its name depends on postBuild: {id} substitutes the ${{…}} in it, so a layer that substitutes other values applies another object of the same text"
+                    ));
+                }
                 deletions.push(Deletion {
                     cluster,
                     object: x.key.clone(),

@@ -196,8 +196,21 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
     }
     if let Some(s) = &source {
         message.push_str(&format!(", which owns the root source {s}"));
-        if reads_own_source {
-            message.push_str(" that this chain reads: a bad instance change freezes delivery and the corrective commit cannot arrive (self-lock)");
+        // Whether a correction could still arrive is the failure model's answer, the one
+        // `simulate --fail` gives: a failing instance alone is corrected through the layer,
+        // which applies before its health check; a broken root source is not.
+        let locked = crate::rollout::failure::correction_of(
+            model,
+            layer.cluster,
+            &crate::rollout::failure::Target::source(s),
+        )
+        .is_some_and(|c| !c.can_arrive);
+        if reads_own_source && locked {
+            message.push_str(&format!(
+                " that this chain reads: a bad instance change that breaks that source stops every new revision, the correcting one included (self-lock; `fluxmend simulate --fail {s}` shows it)"
+            ));
+        } else if reads_own_source {
+            message.push_str(" that this chain reads");
         }
     }
     let blocks = if blocked.is_empty() {
@@ -279,7 +292,11 @@ fn plan_fix(
             .lookup(obj.root, &["spec", "healthChecks"])
             .ok_or("healthChecks not found")?;
         remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
-        return Ok(Fix::new(
+        return Ok(Fix::titled(
+            format!(
+                "drop the FluxInstance's healthChecks entries from {}",
+                layer.id.name
+            ),
             format!(
                 "drop the healthChecks entries of {} that gate the FluxInstance",
                 layer.id
@@ -312,7 +329,8 @@ fn plan_fix(
         } else {
             format!(" and what belongs to it ({})", companions.join(", "))
         };
-        return Ok(Fix::new(
+        return Ok(Fix::titled(
+            format!("set wait: false on {}", layer.id.name),
             format!(
                 "set wait: false on {}, which is dedicated to the FluxInstance{with}",
                 layer.id
@@ -384,7 +402,8 @@ fn split_out(
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
     register(model, layer, &[(name.clone(), doc)], &mut changes)?;
     let not_carried = not_carried_patches(model, layer, &name);
-    Ok(Fix::new(
+    Ok(Fix::titled(
+        format!("move FluxInstance out of {}", layer.id.name),
         format!(
             "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false){not_carried}",
             layer.id, layer.id.name

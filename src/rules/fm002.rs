@@ -563,7 +563,12 @@ fn plan_move(
     }
     let new_names: Vec<&str> = docs.iter().map(|(n, _)| n.as_str()).collect();
     description.push_str(&not_carried_patches(model, layer, &new_names.join(" and ")));
-    Ok(Fix::new(description, TRADEOFF, changes))
+    let title = format!(
+        "move {} out of {}",
+        plural(workloads, "disposable workload", "disposable workloads"),
+        layer.id.name
+    );
+    Ok(Fix::titled(title, description, TRADEOFF, changes))
 }
 
 /// The outermost folder of the chain that renders moved objects only, or the files.

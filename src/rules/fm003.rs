@@ -722,7 +722,8 @@ fn plan(
                 .join("; ")
         ));
     }
-    let mut fix = Fix::new(
+    let mut fix = Fix::titled(
+        format!("merge {} matchOIDCIdentity entries into one", entries.len()),
         description,
         if exact {
             EXACT_TRADEOFF

@@ -467,7 +467,8 @@ fn plan_fix(
             let edit = edit::remove_entry(yaml, spec, key)
                 .map_err(|e| format!("cannot remove the healthChecks list: {e}"))?;
             changes.edit(&file.path, edit);
-            Ok(Fix::new(
+            Ok(Fix::titled(
+                format!("remove ignored healthChecks from {}", layer.id.name),
                 format!(
                     "remove the healthChecks list of {}, which Flux ignores while wait is true",
                     layer.id
@@ -534,7 +535,12 @@ fn plan_fix(
                     entries_text(&outside)
                 ));
             }
-            Ok(Fix::new(description, GATE_TRADEOFF, changes))
+            Ok(Fix::titled(
+                format!("set wait: false on {}", layer.id.name),
+                description,
+                GATE_TRADEOFF,
+                changes,
+            ))
         }
     }
 }

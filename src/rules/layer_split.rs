@@ -473,7 +473,12 @@ pub(super) fn protect_first(
     let mut keys: Vec<String> = objects.iter().map(|r| r.key.to_string()).collect();
     keys.sort();
     keys.dedup();
-    let mut fix = Fix::new(
+    let what = match keys.as_slice() {
+        [one] => one.split('/').next().unwrap_or(one).to_string(),
+        many => format!("{} objects", many.len()),
+    };
+    let mut fix = Fix::titled(
+        format!("protect {what} from the prune of {}", layer.id.name),
         format!(
             "phase 1 of 2: annotate {} {}: {} where {}, so that {} (prune: true) does not delete {} when the next phase moves {} into a layer of its own — {why}",
             keys.join(", "),

@@ -75,6 +75,10 @@ pub struct Finding {
 /// A fix is data: what it does, its trade-off, and the file changes.
 #[derive(Clone, Debug)]
 pub struct Fix {
+    /// What the fix does, in a few imperative words (`remove ignored healthChecks from apps`,
+    /// `move FluxInstance out of infrastructure-controllers`): a commit subject names fixes by it.
+    pub title: String,
+    /// What the fix does, in full.
     pub description: String,
     pub tradeoff: &'static str,
     pub changes: Changeset,
@@ -96,9 +100,15 @@ pub struct Fix {
 pub type Normalise = fn(crate::parse::Value) -> crate::parse::Value;
 
 impl Fix {
-    /// A one-step fix that protects nothing and accepts no restart.
-    pub fn new(description: String, tradeoff: &'static str, changes: Changeset) -> Fix {
+    /// A one-step fix that protects nothing and accepts no restart, named by `title`.
+    pub fn titled(
+        title: String,
+        description: String,
+        tradeoff: &'static str,
+        changes: Changeset,
+    ) -> Fix {
         Fix {
+            title,
             description,
             tradeoff,
             changes,
@@ -107,6 +117,11 @@ impl Fix {
             may_restart: Vec::new(),
             normalise: None,
         }
+    }
+
+    /// A one-step fix whose description is its title too.
+    pub fn new(description: String, tradeoff: &'static str, changes: Changeset) -> Fix {
+        Fix::titled(description.clone(), description, tradeoff, changes)
     }
 }
 

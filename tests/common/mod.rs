@@ -280,11 +280,27 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::create_dir_all(&target).expect("mkdir");
         } else if kind.is_symlink() {
             let link = std::fs::read_link(entry.path()).expect("read link");
-            std::os::unix::fs::symlink(link, &target).expect("copy link");
+            copy_link(link, &target);
         } else {
             std::fs::copy(entry.path(), &target).expect("copy");
         }
     }
+}
+
+/// A symbolic link at `at` to `link`, as written (the fixtures hold none: only the trees the unix
+/// tests build do).
+#[cfg(unix)]
+fn copy_link(link: PathBuf, at: &Path) {
+    std::os::unix::fs::symlink(link, at).expect("copy link");
+}
+
+#[cfg(not(unix))]
+fn copy_link(link: PathBuf, at: &Path) {
+    panic!(
+        "cannot copy the symbolic link {} to {}: unix only",
+        link.display(),
+        at.display()
+    );
 }
 
 /// Every file below `root`, relative path to bytes; a symbolic link (never followed) maps to its
@@ -644,6 +660,7 @@ impl TempRepo {
     }
 
     /// Create a symbolic link at `rel` pointing at `target` (as written).
+    #[cfg(unix)]
     pub fn symlink(&self, target: impl AsRef<Path>, rel: &str) -> &Self {
         let link = self.path().join(rel);
         std::fs::create_dir_all(link.parent().expect("parent")).expect("create dirs");
