@@ -133,7 +133,7 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
     );
 
     // The revision holds only apps/cm.yaml; each refused entry is reported once.
-    let repo = load_revision(&work, "HEAD", &[]).unwrap();
+    let repo = load_revision(&work, "HEAD", &[], None).unwrap();
     let paths: Vec<&str> = repo.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["apps/cm.yaml"]);
     let refused: Vec<(String, String)> = diagnostic_files(&repo)
@@ -215,7 +215,7 @@ fn blobs_over_the_size_limit_are_judged_by_their_header_and_not_read() {
     );
     commit(&git, root, "big blobs");
 
-    let repo = load_revision(dir.path(), "HEAD", &[]).unwrap();
+    let repo = load_revision(dir.path(), "HEAD", &[], None).unwrap();
     let paths: Vec<&str> = repo.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["cm.yaml"]);
     let messages: BTreeMap<String, String> = diagnostic_files(&repo).into_iter().collect();
@@ -293,7 +293,7 @@ fn a_revision_loads_as_its_checkout_does() {
     );
     let exclude = vec!["excluded/".to_string()];
     let disk = Repo::load_excluding(repo.path(), &exclude).unwrap();
-    let revision = load_revision(repo.path(), "HEAD", &exclude).unwrap();
+    let revision = load_revision(repo.path(), "HEAD", &exclude, None).unwrap();
     let files = |r: &Repo| {
         r.files
             .iter()
@@ -336,6 +336,20 @@ fn a_revision_loads_as_its_checkout_does() {
     assert_eq!(names(&revision), names(&disk));
     // The work tree is as it was.
     assert!(tree(repo.path()).contains_key("apps/cm.yaml"));
+
+    // Loaded beside the work tree, the files whose bytes are the same are shared, the others
+    // read from the revision: the result is the same.
+    repo.write("apps/cm.yaml", CONFIGMAP.replace("a: b", "a: changed"));
+    let work = Repo::load_excluding(repo.path(), &exclude).unwrap();
+    let shared = load_revision(repo.path(), "HEAD", &exclude, Some(&work)).unwrap();
+    assert_eq!(files(&shared), files(&revision));
+    assert_eq!(diagnostic_files(&shared), diagnostic_files(&revision));
+    let same = |r: &Repo, path: &str| r.files[r.file_id(path).unwrap()].clone();
+    assert!(std::sync::Arc::ptr_eq(
+        &same(&shared, "apps/nested/open.yaml"),
+        &same(&work, "apps/nested/open.yaml")
+    ));
+    assert!(same(&shared, "apps/cm.yaml").yaml.text.contains("a: b"));
 }
 
 /// At a revision where PATH does not exist, the repository is empty; a revision that does not
@@ -359,11 +373,11 @@ fn a_path_missing_at_the_revision_is_empty_and_an_unknown_revision_an_error() {
         ],
     );
     repo.write("b/cm.yaml", CONFIGMAP);
-    let empty = load_revision(&repo.path().join("b"), "HEAD", &[]).unwrap();
+    let empty = load_revision(&repo.path().join("b"), "HEAD", &[], None).unwrap();
     assert!(empty.files.is_empty() && empty.diagnostics.is_empty());
-    let below = load_revision(&repo.path().join("a"), "HEAD", &[]).unwrap();
+    let below = load_revision(&repo.path().join("a"), "HEAD", &[], None).unwrap();
     assert_eq!(below.files[0].path, "cm.yaml");
-    let err = load_revision(repo.path(), "no-such-rev", &[]).unwrap_err();
+    let err = load_revision(repo.path(), "no-such-rev", &[], None).unwrap_err();
     assert!(
         err.to_string().contains("`no-such-rev` is not a revision"),
         "{err}"

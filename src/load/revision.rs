@@ -14,8 +14,8 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::{
-    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, WalkedEntry, decode_text,
-    not_utf8, within_limit,
+    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, SourceFile, WalkedEntry,
+    decode_text, not_utf8, within_limit,
 };
 
 /// Reading a revision failed.
@@ -41,7 +41,15 @@ pub enum RevisionError {
 /// patterns applied as [`Repo::load_excluding`] applies them to the work tree. `path` may be
 /// a directory below the work tree's top level; at a revision where it does not exist the
 /// repository is empty.
-pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo, RevisionError> {
+/// A YAML file of `known` (the work tree, loaded already) whose bytes are those of the blob at
+/// the same path is shared, not read nor parsed again: the revision usually differs from the work
+/// tree in a few files.
+pub fn load_revision(
+    path: &Path,
+    rev: &str,
+    exclude: &[String],
+    known: Option<&Repo>,
+) -> Result<Repo, RevisionError> {
     let read = |message: String| RevisionError::Read {
         rev: rev.into(),
         message,
@@ -91,9 +99,41 @@ pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo,
     Ok(Repo::assemble(
         root,
         listing,
-        objects.as_ref(),
+        &Reading {
+            objects: &objects,
+            known,
+        },
         Origin::Revision(objects.clone()),
     ))
+}
+
+/// A revision's files as a load reads them: from its objects, or shared with `known`.
+struct Reading<'a> {
+    objects: &'a Objects,
+    known: Option<&'a Repo>,
+}
+
+impl Contents for Reading<'_> {
+    fn read(&self, rel: &str) -> Result<String, String> {
+        self.objects.read(rel)
+    }
+
+    fn is_file(&self, rel: &str) -> bool {
+        self.objects.is_file(rel)
+    }
+
+    fn parsed(&self, rel: &str) -> Option<Arc<SourceFile>> {
+        let known = self.known?;
+        if known.generated_from(rel).is_some() {
+            return None;
+        }
+        let file = &known.files[known.file_id(rel)?];
+        let blob = *self.objects.blobs.get(rel)?;
+        let bom = if file.yaml.bom { "\u{feff}" } else { "" };
+        let bytes = [bom.as_bytes(), file.yaml.text.as_bytes()].concat();
+        let same = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok()? == blob;
+        same.then(|| file.clone())
+    }
 }
 
 /// The revision `fix` takes the cluster to run when `--base` is not given: the remote's default
@@ -205,19 +245,18 @@ impl Objects {
         read_blob(&git, id)
     }
 
-    /// A file's text, as [`Repo::read_text`] reads it from a work tree.
-    pub(super) fn read_text(&self, rel: &str) -> Result<String, String> {
-        String::from_utf8(self.bytes(rel)?).map_err(|_| "stream did not contain valid UTF-8".into())
-    }
-}
-
-impl Contents for Objects {
+    /// A YAML file's text (see [`decode_text`]).
     fn read(&self, rel: &str) -> Result<String, String> {
         decode_text(self.bytes(rel)?)
     }
 
     fn is_file(&self, rel: &str) -> bool {
         self.blobs.contains_key(rel)
+    }
+
+    /// A file's text, as [`Repo::read_text`] reads it from a work tree.
+    pub(super) fn read_text(&self, rel: &str) -> Result<String, String> {
+        String::from_utf8(self.bytes(rel)?).map_err(|_| "stream did not contain valid UTF-8".into())
     }
 }
 
