@@ -357,16 +357,16 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
     Ok((repo, options, config))
 }
 
-/// The repository the cluster runs, for the transition gate: `--base REV` (a usage error when
-/// PATH is not in git or REV names nothing), else the default base of PATH's git repository
-/// (see `load::revision::default_base`), read with the work tree's `exclude`; `None` when PATH is
-/// not in git (the work tree is then the base). With the name reports give it.
+/// The repository the cluster runs, for the transition gate: `--base REV`, else the default
+/// base of PATH's git repository (see `load::revision::default_base`), read with the work
+/// tree's `exclude` beside the work tree; `None` when PATH is not in git (the work tree is then
+/// the base). With the name reports give it; `Err` says why it cannot be read.
 fn base_revision(
     work_tree: &Repo,
     path: &std::path::Path,
     given: Option<&str>,
     exclude: &[String],
-) -> Result<Option<(String, Repo)>, ExitCode> {
+) -> Result<Option<(String, Repo)>, String> {
     use fluxmend::load::revision;
     let (rev, name) = match given {
         Some(rev) => (rev.to_string(), rev.to_string()),
@@ -378,8 +378,14 @@ fn base_revision(
             None => return Ok(None),
         },
     };
-    let repo = revision::load_revision(path, &rev, exclude, Some(work_tree))
-        .map_err(|e| usage(format!("--base: {e}")))?;
+    let repo = revision::load_revision(path, &rev, exclude, Some(work_tree)).map_err(|e| {
+        let hint = if given.is_none() {
+            format!(" (the default base, {name}: `--base REV` names the revision the cluster runs)")
+        } else {
+            String::new()
+        };
+        format!("--base: {e}{hint}")
+    })?;
     Ok(Some((name, repo)))
 }
 
@@ -520,8 +526,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
             CheckFormat::Sarif => {
                 // Only verified fixes go into SARIF: the builtin gates prove them first, the
-                // rollout played from the base `fix` would take.
-                let deployed = base_revision(&repo, &args.repo.path, None, &exclude)?;
+                // rollout played from the base `fix` would take (the work tree when it cannot be
+                // read: a suggestion is not a write, and `fix` refuses then).
+                let deployed = base_revision(&repo, &args.repo.path, None, &exclude)
+                    .ok()
+                    .flatten();
                 let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
@@ -622,7 +631,8 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         &args.repo.path,
         args.base.as_deref(),
         &config.exclude,
-    )?;
+    )
+    .map_err(usage)?;
     let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
     let strategy = match args.strategy {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,

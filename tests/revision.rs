@@ -120,9 +120,16 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
     for args in [
         vec!["simulate", "--from", "HEAD", path],
         vec!["simulate", "--from", "HEAD", "--to", "HEAD", path],
+        vec!["fix", "--base", "HEAD", path],
+        vec!["fix", path],
     ] {
         let run = fluxmend_with_tmpdir(&args, &tmp);
-        assert_eq!(run.code, 0, "{args:?}\n{}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.code == 0 || (run.code == 1 && args[0] == "fix"),
+            "{args:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
     }
     // Nothing below the sandbox changed: no file escaped the (former) temporary tree, nothing
     // was left in TMPDIR, git's own files are untouched.
@@ -381,5 +388,33 @@ fn a_path_missing_at_the_revision_is_empty_and_an_unknown_revision_an_error() {
     assert!(
         err.to_string().contains("`no-such-rev` is not a revision"),
         "{err}"
+    );
+}
+
+/// A revision whose objects are not all here (a partial clone, a damaged store) is an error,
+/// never a repository with files missing: a FluxInstance missing from the base would look
+/// unprotected, or never deployed.
+#[test]
+fn a_revision_with_missing_objects_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = git2::Repository::init(dir.path()).unwrap();
+    let cm = git.blob(CONFIGMAP.as_bytes()).unwrap();
+    let absent = git2::Oid::from_str("89abcdef0123456789abcdef0123456789abcdef").unwrap();
+    let root = raw_tree(
+        &git,
+        &[("100644", b"cm.yaml", cm), ("100644", b"lost.yaml", absent)],
+    );
+    commit(&git, root, "incomplete");
+    let err = load_revision(dir.path(), "HEAD", &[], None).unwrap_err();
+    assert!(
+        err.to_string().contains("objects are incomplete") && err.to_string().contains("lost.yaml"),
+        "{err}"
+    );
+    let run = common::fluxmend(["fix", dir.path().to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("lost.yaml") && run.stderr.contains("the default base, HEAD"),
+        "{}",
+        run.stderr
     );
 }
