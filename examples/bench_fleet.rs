@@ -566,7 +566,13 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
     );
     if fix {
         let t4 = Instant::now();
-        let plan = fluxmend::verify::plan(&repo, &model, &options, findings);
+        let plan = fluxmend::verify::plan(
+            &repo,
+            &model,
+            fluxmend::verify::Base::WorkTree,
+            &options,
+            findings,
+        );
         let t5 = Instant::now();
         let diff = fluxmend::emit::apply::unified_diff(&plan.files, "");
         let t6 = Instant::now();

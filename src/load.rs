@@ -90,6 +90,11 @@ trait Contents: Sync {
     fn read(&self, rel: &str) -> Result<String, String>;
     /// Whether a file exists at `rel`, ignored or not (a Helm chart's `Chart.yaml`).
     fn is_file(&self, rel: &str) -> bool;
+    /// The file at `rel` already parsed, when another load holds the same bytes at that path
+    /// (the base revision and the work tree share most files): not read nor parsed again.
+    fn parsed(&self, _rel: &str) -> Option<Arc<SourceFile>> {
+        None
+    }
 }
 
 /// The files of a work tree.
@@ -259,32 +264,13 @@ impl Repo {
         let dirs = &repo.dirs;
         let loaded: Vec<Loaded> = candidates
             .into_par_iter()
-            .map(|rel| match contents.read(&rel) {
-                Err(reason) => Loaded::Unreadable(rel, reason),
-                Ok(text) => match skip_reason(&rel, dirs, contents) {
+            .map(|rel| match contents.parsed(&rel) {
+                // The same bytes parsed by another load: readable, and judged as text the same.
+                Some(file) => match skip_reason(&rel, dirs, contents) {
                     Some(reason) => Loaded::Skipped(rel, reason, None),
-                    None => {
-                        // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
-                        // applies as is: only a file that does not parse is judged a template.
-                        let template = has_template_syntax(&text);
-                        let (yaml, error) = YamlFile::parse_owned(text);
-                        match error {
-                            Some(e) if template => Loaded::Skipped(
-                                rel,
-                                format!(
-                                    "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
-                                    e.message
-                                ),
-                                Some((e.line, e.column)),
-                            ),
-                            error => Loaded::Parsed(Arc::new(SourceFile {
-                                path: rel,
-                                yaml,
-                                error,
-                            })),
-                        }
-                    }
+                    None => Loaded::Parsed(file),
                 },
+                None => Repo::read_and_parse(rel, dirs, contents),
             })
             .collect();
         repo.files.reserve_exact(loaded.len());
@@ -329,6 +315,37 @@ impl Repo {
         repo.index_dirs();
         repo.debug_assert_sorted();
         repo
+    }
+
+    /// Read one YAML-named file and parse it, or say why it is skipped.
+    fn read_and_parse(rel: String, dirs: &BTreeSet<String>, contents: &dyn Contents) -> Loaded {
+        match contents.read(&rel) {
+            Err(reason) => Loaded::Unreadable(rel, reason),
+            Ok(text) => match skip_reason(&rel, dirs, contents) {
+                Some(reason) => Loaded::Skipped(rel, reason, None),
+                None => {
+                    // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
+                    // applies as is: only a file that does not parse is judged a template.
+                    let template = has_template_syntax(&text);
+                    let (yaml, error) = YamlFile::parse_owned(text);
+                    match error {
+                        Some(e) if template => Loaded::Skipped(
+                            rel,
+                            format!(
+                                "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
+                                e.message
+                            ),
+                            Some((e.line, e.column)),
+                        ),
+                        error => Loaded::Parsed(Arc::new(SourceFile {
+                            path: rel,
+                            yaml,
+                            error,
+                        })),
+                    }
+                }
+            },
+        }
     }
 
     /// The bytes of a file of the repository that is not loaded as YAML (a generator's input),

@@ -189,6 +189,12 @@ struct FixArgs {
     /// Colour the text report (and the diff, on a terminal only: a piped diff is never coloured).
     #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
     color: ColorWhen,
+    /// The git revision the cluster runs: the transition gate plays the rollout from it, so the
+    /// next phase of a move is offered only once this revision holds the earlier one. Default:
+    /// the remote's default branch (`origin/HEAD`), else the current branch's remote-tracking
+    /// branch, else HEAD; the work tree when PATH is not in git.
+    #[arg(long, value_name = "REV")]
+    base: Option<String>,
 }
 
 /// When text output is coloured.
@@ -467,6 +473,49 @@ fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
     Ok((repo, options, config))
 }
 
+/// The repository the cluster runs, for the transition gate: `--base REV`, else the default
+/// base of PATH's git repository (see `load::revision::default_base`), read with the work
+/// tree's `exclude` beside the work tree; `None` when PATH is not in git (the work tree is then
+/// the base). With the name reports give it; `Err` says why it cannot be read.
+fn base_revision(
+    work_tree: &Repo,
+    path: &std::path::Path,
+    given: Option<&str>,
+    exclude: &[String],
+) -> Result<Option<(String, Repo)>, String> {
+    use fluxmend::load::revision;
+    let (rev, name) = match given {
+        Some(rev) => (rev.to_string(), rev.to_string()),
+        None => match revision::default_base(path) {
+            Some(rev) => {
+                let name = revision::short_name(&rev).to_string();
+                (rev, name)
+            }
+            None => return Ok(None),
+        },
+    };
+    let repo = revision::load_revision(path, &rev, exclude, Some(work_tree)).map_err(|e| {
+        let hint = if given.is_none() {
+            format!(" (the default base, {name}: `--base REV` names the revision the cluster runs)")
+        } else {
+            String::new()
+        };
+        format!("--base: {e}{hint}")
+    })?;
+    Ok(Some((name, repo)))
+}
+
+/// The transition gate's base from what [`base_revision`] read and its model.
+fn base_of<'a>(
+    deployed: &'a Option<(String, Repo)>,
+    model: &'a Option<Model<'a>>,
+) -> fluxmend::verify::Base<'a> {
+    match (deployed, model) {
+        (Some((name, _)), Some(model)) => fluxmend::verify::Base::Revision { name, model },
+        _ => fluxmend::verify::Base::WorkTree,
+    }
+}
+
 /// `--source-root` as a path relative to the root, `/`-separated: it must name a directory
 /// below PATH that Flux would ship (absolute paths inside PATH are accepted).
 fn source_root(repo: &Repo, dir: &str) -> Result<String, String> {
@@ -575,6 +624,7 @@ fn findings_and_diagnostics(
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options, config) = load(&args.repo)?;
+    let exclude = config.exclude.clone();
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
     let model = build_model(&repo, &options)?;
     let (findings, suppressed, diagnostics) =
@@ -601,10 +651,17 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
             ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),
             CheckFormat::Sarif => {
-                // Only verified fixes go into SARIF: the builtin gates prove them first.
+                // Only verified fixes go into SARIF: the builtin gates prove them first, the
+                // rollout played from the base `fix` would take (the work tree when it cannot be
+                // read: a suggestion is not a write, and `fix` refuses then).
+                let deployed = base_revision(&repo, &args.repo.path, None, &exclude)
+                    .ok()
+                    .flatten();
+                let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
                     &model,
+                    base_of(&deployed, &deployed_model),
                     &options,
                     findings.clone(),
                     VerifyMode::Builtin,
@@ -687,6 +744,14 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         None => fluxmend::emit::apply::work_tree_prefix(&repo.root).unwrap_or_default(),
     };
     let model = build_model(&repo, &options)?;
+    let deployed = base_revision(
+        &repo,
+        &args.repo.path,
+        args.base.as_deref(),
+        &config.exclude,
+    )
+    .map_err(usage)?;
+    let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
     let strategy = match args.strategy {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
@@ -695,8 +760,15 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         findings_and_diagnostics(&model, &rules, strategy, config);
     let mode = args.verify.mode();
     let tool = mode.tool().map_err(usage)?;
-    let plan =
-        fluxmend::verify::gates::plan_with(&repo, &model, &options, findings, mode, tool.as_ref());
+    let plan = fluxmend::verify::gates::plan_with(
+        &repo,
+        &model,
+        base_of(&deployed, &deployed_model),
+        &options,
+        findings,
+        mode,
+        tool.as_ref(),
+    );
     let fail = |e: fluxmend::emit::apply::EmitError| usage(e);
     let prefix = if prefix.is_empty() {
         prefix
@@ -800,14 +872,19 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
     if let Some(from) = &args.from {
         // Both sides leave out what the configuration excludes, as the work tree's load does.
         let exclude = Config::read(&args.repo.path).exclude;
-        let revision = |rev: &str| {
-            fluxmend::load::revision::load_revision(&args.repo.path, rev, &exclude)
+        let revision = |rev: &str, known: Option<&Repo>| {
+            fluxmend::load::revision::load_revision(&args.repo.path, rev, &exclude, known)
                 .map_err(|e| usage(e.to_string()))
         };
-        let before = revision(from)?;
-        let after = match &args.to {
-            Some(to) => revision(to)?,
-            None => load(&args.repo)?.0,
+        let (before, after) = match &args.to {
+            Some(to) => {
+                let after = revision(to, None)?;
+                (revision(from, Some(&after))?, after)
+            }
+            None => {
+                let after = load(&args.repo)?.0;
+                (revision(from, Some(&after))?, after)
+            }
         };
         let options = ModelOptions {
             roots: args.repo.roots.clone(),
@@ -870,9 +947,11 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
             let findings =
                 fluxmend::rules::suppress::apply(&model, fluxmend::rules::run(&model, &[]), &[])
                     .findings;
+            // Each round's base is the previous round: its fixes are taken as deployed.
             let plan = fluxmend::verify::gates::plan_with(
                 base,
                 &model,
+                fluxmend::verify::Base::WorkTree,
                 &options,
                 findings,
                 VerifyMode::Builtin,

@@ -345,6 +345,7 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
     let plan = gates::plan_with(
         &s.repo,
         &model,
+        fluxmend::verify::Base::WorkTree,
         &s.options,
         vec![f],
         VerifyMode::Auto,

@@ -120,9 +120,16 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
     for args in [
         vec!["simulate", "--from", "HEAD", path],
         vec!["simulate", "--from", "HEAD", "--to", "HEAD", path],
+        vec!["fix", "--base", "HEAD", path],
+        vec!["fix", path],
     ] {
         let run = fluxmend_with_tmpdir(&args, &tmp);
-        assert_eq!(run.code, 0, "{args:?}\n{}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.code == 0 || (run.code == 1 && args[0] == "fix"),
+            "{args:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
     }
     // Nothing below the sandbox changed: no file escaped the (former) temporary tree, nothing
     // was left in TMPDIR, git's own files are untouched.
@@ -133,7 +140,7 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
     );
 
     // The revision holds only apps/cm.yaml; each refused entry is reported once.
-    let repo = load_revision(&work, "HEAD", &[]).unwrap();
+    let repo = load_revision(&work, "HEAD", &[], None).unwrap();
     let paths: Vec<&str> = repo.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["apps/cm.yaml"]);
     let refused: Vec<(String, String)> = diagnostic_files(&repo)
@@ -215,7 +222,7 @@ fn blobs_over_the_size_limit_are_judged_by_their_header_and_not_read() {
     );
     commit(&git, root, "big blobs");
 
-    let repo = load_revision(dir.path(), "HEAD", &[]).unwrap();
+    let repo = load_revision(dir.path(), "HEAD", &[], None).unwrap();
     let paths: Vec<&str> = repo.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["cm.yaml"]);
     let messages: BTreeMap<String, String> = diagnostic_files(&repo).into_iter().collect();
@@ -293,7 +300,7 @@ fn a_revision_loads_as_its_checkout_does() {
     );
     let exclude = vec!["excluded/".to_string()];
     let disk = Repo::load_excluding(repo.path(), &exclude).unwrap();
-    let revision = load_revision(repo.path(), "HEAD", &exclude).unwrap();
+    let revision = load_revision(repo.path(), "HEAD", &exclude, None).unwrap();
     let files = |r: &Repo| {
         r.files
             .iter()
@@ -336,6 +343,20 @@ fn a_revision_loads_as_its_checkout_does() {
     assert_eq!(names(&revision), names(&disk));
     // The work tree is as it was.
     assert!(tree(repo.path()).contains_key("apps/cm.yaml"));
+
+    // Loaded beside the work tree, the files whose bytes are the same are shared, the others
+    // read from the revision: the result is the same.
+    repo.write("apps/cm.yaml", CONFIGMAP.replace("a: b", "a: changed"));
+    let work = Repo::load_excluding(repo.path(), &exclude).unwrap();
+    let shared = load_revision(repo.path(), "HEAD", &exclude, Some(&work)).unwrap();
+    assert_eq!(files(&shared), files(&revision));
+    assert_eq!(diagnostic_files(&shared), diagnostic_files(&revision));
+    let same = |r: &Repo, path: &str| r.files[r.file_id(path).unwrap()].clone();
+    assert!(std::sync::Arc::ptr_eq(
+        &same(&shared, "apps/nested/open.yaml"),
+        &same(&work, "apps/nested/open.yaml")
+    ));
+    assert!(same(&shared, "apps/cm.yaml").yaml.text.contains("a: b"));
 }
 
 /// At a revision where PATH does not exist, the repository is empty; a revision that does not
@@ -359,13 +380,41 @@ fn a_path_missing_at_the_revision_is_empty_and_an_unknown_revision_an_error() {
         ],
     );
     repo.write("b/cm.yaml", CONFIGMAP);
-    let empty = load_revision(&repo.path().join("b"), "HEAD", &[]).unwrap();
+    let empty = load_revision(&repo.path().join("b"), "HEAD", &[], None).unwrap();
     assert!(empty.files.is_empty() && empty.diagnostics.is_empty());
-    let below = load_revision(&repo.path().join("a"), "HEAD", &[]).unwrap();
+    let below = load_revision(&repo.path().join("a"), "HEAD", &[], None).unwrap();
     assert_eq!(below.files[0].path, "cm.yaml");
-    let err = load_revision(repo.path(), "no-such-rev", &[]).unwrap_err();
+    let err = load_revision(repo.path(), "no-such-rev", &[], None).unwrap_err();
     assert!(
         err.to_string().contains("`no-such-rev` is not a revision"),
         "{err}"
+    );
+}
+
+/// A revision whose objects are not all here (a partial clone, a damaged store) is an error,
+/// never a repository with files missing: a FluxInstance missing from the base would look
+/// unprotected, or never deployed.
+#[test]
+fn a_revision_with_missing_objects_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = git2::Repository::init(dir.path()).unwrap();
+    let cm = git.blob(CONFIGMAP.as_bytes()).unwrap();
+    let absent = git2::Oid::from_str("89abcdef0123456789abcdef0123456789abcdef").unwrap();
+    let root = raw_tree(
+        &git,
+        &[("100644", b"cm.yaml", cm), ("100644", b"lost.yaml", absent)],
+    );
+    commit(&git, root, "incomplete");
+    let err = load_revision(dir.path(), "HEAD", &[], None).unwrap_err();
+    assert!(
+        err.to_string().contains("objects are incomplete") && err.to_string().contains("lost.yaml"),
+        "{err}"
+    );
+    let run = common::fluxmend(["fix", dir.path().to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("lost.yaml") && run.stderr.contains("the default base, HEAD"),
+        "{}",
+        run.stderr
     );
 }

@@ -85,14 +85,7 @@ fn git_sentence(e: &git2::Error) -> String {
 pub fn contents(repo: &Repo, changes: &Changeset) -> Result<Vec<FileChange>, EmitError> {
     let mut out = Vec::new();
     for (path, op) in &changes.files {
-        let before = repo.file_id(path).map(|id| {
-            let f = repo.file(id);
-            format!(
-                "{}{}",
-                if f.yaml.bom { "\u{feff}" } else { "" },
-                f.yaml.text
-            )
-        });
+        let before = original_text(repo, path);
         let after = match op {
             FileOp::Edit(edits) => {
                 let f = repo.file(
@@ -115,6 +108,18 @@ pub fn contents(repo: &Repo, changes: &Changeset) -> Result<Vec<FileChange>, Emi
         });
     }
     Ok(out)
+}
+
+/// A loaded file's text as it is on disk (its BOM put back); `None` when `path` is not loaded.
+pub fn original_text(repo: &Repo, path: &str) -> Option<String> {
+    repo.file_id(path).map(|id| {
+        let f = repo.file(id);
+        format!(
+            "{}{}",
+            if f.yaml.bom { "\u{feff}" } else { "" },
+            f.yaml.text
+        )
+    })
 }
 
 /// The changes as `path -> new text` (`None` = deleted), for re-modelling.

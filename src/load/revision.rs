@@ -15,8 +15,8 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::read::ReadError;
 use super::{
-    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, WalkedEntry, decode_text,
-    not_utf8, within_limit,
+    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, SourceFile, WalkedEntry,
+    decode_text, not_utf8, within_limit,
 };
 
 /// Reading a revision failed.
@@ -42,7 +42,15 @@ pub enum RevisionError {
 /// patterns applied as [`Repo::load_excluding`] applies them to the work tree. `path` may be
 /// a directory below the work tree's top level; at a revision where it does not exist the
 /// repository is empty.
-pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo, RevisionError> {
+/// A YAML file of `known` (the work tree, loaded already) whose bytes are those of the blob at
+/// the same path is shared, not read nor parsed again: the revision usually differs from the work
+/// tree in a few files.
+pub fn load_revision(
+    path: &Path,
+    rev: &str,
+    exclude: &[String],
+    known: Option<&Repo>,
+) -> Result<Repo, RevisionError> {
     let read = |message: String| RevisionError::Read {
         rev: rev.into(),
         message,
@@ -73,8 +81,9 @@ pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo,
     };
     let mut blobs = BTreeMap::new();
     let listing = match below {
-        Some(id) => list(&git, id, &root, &Ignores::new(&root, exclude), &mut blobs)
-            .map_err(|e| read(e.message().to_string()))?,
+        Some(id) => {
+            list(&git, id, &root, &Ignores::new(&root, exclude), &mut blobs).map_err(read)?
+        }
         // Nothing there at this revision: an empty root, as an empty checkout would be.
         None => Listing {
             entries: vec![WalkedEntry {
@@ -88,13 +97,68 @@ pub fn load_revision(path: &Path, rev: &str, exclude: &[String]) -> Result<Repo,
     let objects = Arc::new(Objects {
         git: Mutex::new(git),
         blobs,
+        missing: Mutex::default(),
     });
-    Ok(Repo::assemble(
+    let repo = Repo::assemble(
         root,
         listing,
-        objects.as_ref(),
+        &Reading {
+            objects: &objects,
+            known,
+        },
         Origin::Revision(objects.clone()),
-    ))
+    );
+    let missing = std::mem::take(
+        &mut *objects
+            .missing
+            .lock()
+            .map_err(|_| read("a reader panicked".into()))?,
+    );
+    if let Some(first) = missing.first() {
+        return Err(read(incomplete(first, missing.len())));
+    }
+    Ok(repo)
+}
+
+/// Why a revision whose objects are not all here cannot be read: a file missing from it would
+/// look deleted (or never protected) in the comparison.
+fn incomplete(first: &str, count: usize) -> String {
+    format!(
+        "its objects are incomplete (a shallow or partial clone?): {first}{} cannot be read; fetch the revision first",
+        match count {
+            1 => String::new(),
+            n => format!(" and {} more files", n - 1),
+        }
+    )
+}
+
+/// A revision's files as a load reads them: from its objects, or shared with `known`.
+struct Reading<'a> {
+    objects: &'a Objects,
+    known: Option<&'a Repo>,
+}
+
+impl Contents for Reading<'_> {
+    fn read(&self, rel: &str) -> Result<String, String> {
+        self.objects.read(rel)
+    }
+
+    fn is_file(&self, rel: &str) -> bool {
+        self.objects.is_file(rel)
+    }
+
+    fn parsed(&self, rel: &str) -> Option<Arc<SourceFile>> {
+        let known = self.known?;
+        if known.generated_from(rel).is_some() {
+            return None;
+        }
+        let file = &known.files[known.file_id(rel)?];
+        let blob = *self.objects.blobs.get(rel)?;
+        let bom = if file.yaml.bom { "\u{feff}" } else { "" };
+        let bytes = [bom.as_bytes(), file.yaml.text.as_bytes()].concat();
+        let same = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok()? == blob;
+        same.then(|| file.clone())
+    }
 }
 
 /// The revision `fix` takes the cluster to run when `--base` is not given: the remote's default
@@ -182,6 +246,8 @@ pub struct Objects {
     /// Every regular file of the listed tree (ignored ones included, as on disk), by path
     /// relative to the root.
     blobs: BTreeMap<String, git2::Oid>,
+    /// Files whose blob the object store lacks, as they are met.
+    missing: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Objects {
@@ -203,7 +269,24 @@ impl Objects {
             .git
             .lock()
             .map_err(|_| "a reader panicked".to_string())?;
-        read_blob(&git, id)
+        read_blob(&git, id).map_err(|e| match e {
+            Unread::Skipped(why) => why,
+            Unread::Missing(why) => {
+                if let Ok(mut missing) = self.missing.lock() {
+                    missing.push(rel.to_string());
+                }
+                why
+            }
+        })
+    }
+
+    /// A YAML file's text (see [`decode_text`]).
+    fn read(&self, rel: &str) -> Result<String, String> {
+        decode_text(self.bytes(rel)?)
+    }
+
+    fn is_file(&self, rel: &str) -> bool {
+        self.blobs.contains_key(rel)
     }
 
     /// A file's bytes, as [`Repo::read_bytes`] reads them from a work tree: a name the
@@ -216,25 +299,27 @@ impl Objects {
     }
 }
 
-impl Contents for Objects {
-    fn read(&self, rel: &str) -> Result<String, String> {
-        decode_text(self.bytes(rel)?)
-    }
-
-    fn is_file(&self, rel: &str) -> bool {
-        self.blobs.contains_key(rel)
-    }
+/// Why a blob was not read.
+enum Unread {
+    /// The object store does not have it (a shallow or partial clone): the revision cannot be
+    /// loaded as its checkout would be.
+    Missing(String),
+    /// Not a file fluxmend reads (over the size limit, not a blob).
+    Skipped(String),
 }
 
 /// A blob's bytes, its size judged from the object header before anything else is read.
-fn read_blob(git: &git2::Repository, id: git2::Oid) -> Result<Vec<u8>, String> {
-    let odb = git.odb().map_err(|e| e.message().to_string())?;
-    let (size, kind) = odb.read_header(id).map_err(|e| e.message().to_string())?;
+fn read_blob(git: &git2::Repository, id: git2::Oid) -> Result<Vec<u8>, Unread> {
+    let missing = |e: git2::Error| Unread::Missing(e.message().to_string());
+    let odb = git.odb().map_err(missing)?;
+    let (size, kind) = odb.read_header(id).map_err(missing)?;
     if kind != git2::ObjectType::Blob {
-        return Err(format!("object {id} is a {kind}, not a file"));
+        return Err(Unread::Skipped(format!(
+            "object {id} is a {kind}, not a file"
+        )));
     }
-    within_limit(size as u64)?;
-    let blob = git.find_blob(id).map_err(|e| e.message().to_string())?;
+    within_limit(size as u64).map_err(Unread::Skipped)?;
+    let blob = git.find_blob(id).map_err(missing)?;
     Ok(blob.content().to_vec())
 }
 
@@ -301,7 +386,7 @@ fn list(
     root: &Path,
     ignores: &Ignores,
     blobs: &mut BTreeMap<String, git2::Oid>,
-) -> Result<Listing, git2::Error> {
+) -> Result<Listing, String> {
     let mut listing = Listing::default();
     listing.entries.push(WalkedEntry {
         rel: String::new(),
@@ -312,7 +397,9 @@ fn list(
     let mut pending: Vec<(String, git2::Oid, Vec<Arc<DirIgnores>>)> =
         vec![(String::new(), id, Vec::new())];
     while let Some((dir, id, mut chain)) = pending.pop() {
-        let tree = git.find_tree(id)?;
+        let tree = git
+            .find_tree(id)
+            .map_err(|e| incomplete(&format!("{dir}/ ({})", e.message()), 1))?;
         let dir_path = if dir.is_empty() {
             root.to_path_buf()
         } else {
@@ -323,9 +410,19 @@ fn list(
             (entry.kind() == Some(git2::ObjectType::Blob) && entry.filemode() != 0o120000)
                 .then(|| entry.id())
         };
+        let ignore_file = |name: &str| {
+            ignore_file(git, &dir_path, own(name)).map_err(|why| {
+                let path = if dir.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{dir}/{name}")
+                };
+                incomplete(&format!("{path} ({why})"), 1)
+            })
+        };
         chain.push(Arc::new(DirIgnores {
-            gitignore: ignore_file(git, &dir_path, own(".gitignore")),
-            sourceignore: ignore_file(git, &dir_path, own(".sourceignore")),
+            gitignore: ignore_file(".gitignore")?,
+            sourceignore: ignore_file(".sourceignore")?,
         }));
         for entry in tree.iter() {
             let name = entry.name_bytes();
@@ -398,10 +495,17 @@ fn ignored(chain: &[Arc<DirIgnores>], path: &Path, is_dir: bool) -> bool {
 
 /// The matcher of one ignore file at `dir`, read as the `ignore` crate reads one from disk: line
 /// by line, a leading BOM dropped, up to the first line that is not UTF-8; a line that is not
-/// a valid pattern is left out. A blob over the size limit, or unreadable, ignores nothing.
-fn ignore_file(git: &git2::Repository, dir: &Path, blob: Option<git2::Oid>) -> Gitignore {
-    let Some(bytes) = blob.and_then(|id| read_blob(git, id).ok()) else {
-        return Gitignore::empty();
+/// a valid pattern is left out. A blob over the size limit ignores nothing; one the object store
+/// lacks is an error.
+fn ignore_file(
+    git: &git2::Repository,
+    dir: &Path,
+    blob: Option<git2::Oid>,
+) -> Result<Gitignore, String> {
+    let bytes = match blob.map(|id| read_blob(git, id)) {
+        None | Some(Err(Unread::Skipped(_))) => return Ok(Gitignore::empty()),
+        Some(Err(Unread::Missing(why))) => return Err(why),
+        Some(Ok(bytes)) => bytes,
     };
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
@@ -420,7 +524,7 @@ fn ignore_file(git: &git2::Repository, dir: &Path, blob: Option<git2::Oid>) -> G
         };
         let _ = builder.add_line(None, line);
     }
-    builder.build().unwrap_or_else(|_| Gitignore::empty())
+    Ok(builder.build().unwrap_or_else(|_| Gitignore::empty()))
 }
 
 #[cfg(test)]

@@ -1,28 +1,33 @@
 //! The gates of `fix`, composed: which run (`--verify auto|kustomize|builtin|off`), in what
 //! order, and what a failure drops.
 //!
+//! 0. **the whole move** ([`next_phase_fails`]): a first phase is offered only when the next
+//!    one, planned on the repository with it applied and deployed, passes every gate of this
+//!    mode (so a move never stops half-way).
 //! 1. **YAML** ([`super::yaml`]): each fix alone, then the combination — every edited file means
 //!    exactly what its edits intend.
 //! 2. **builtin** ([`super::plan`]): re-model the changed repository; the same rendered objects
-//!    (render gate), applied in the same context (apply-context gate), no new error, and the
-//!    rule no longer finds it (convergence).
+//!    (render gate), applied in the same context (apply-context gate), no new error, the rule
+//!    no longer finds it (convergence), and its rollout from the [`Base`] deletes nothing live
+//!    (transition gate).
 //! 3. **kustomize** ([`super::kustomize`]): a real kustomize renders the affected layers the
 //!    same before and after.
 //!
 //! Each gate sees only the fixes the earlier ones kept. A gate that fails on the combined change
 //! is retried one fix at a time, so one bad fix costs only itself.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::edit::Changeset;
 use crate::emit::apply;
 use crate::load::Repo;
 use crate::model::{Model, ModelOptions};
-use crate::rules::Finding;
+use crate::rules::{self, Finding};
 
-use super::Plan;
 use super::kustomize::{self, Tool};
 use super::yaml;
+use super::{Base, Plan};
 
 /// Which gates `fix` runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,7 +129,7 @@ pub fn builtin_gate(
     options: &ModelOptions,
     finding: &Finding,
 ) -> Result<(), GateFailure> {
-    let plan = super::plan(repo, model, options, vec![finding.clone()]);
+    let plan = super::plan(repo, model, Base::WorkTree, options, vec![finding.clone()]);
     match plan.findings.into_iter().next() {
         Some(f) if f.fix.is_none() => {
             let reason = f.no_fix_reason.unwrap_or_default();
@@ -177,10 +182,11 @@ pub fn kustomize_gate(
 }
 
 /// `fix`: verify every finding's fix with the gates of `mode` (`tool`: the kustomize renderer,
-/// from [`VerifyMode::tool`]) and combine those that pass.
+/// from [`VerifyMode::tool`]), the rollout played from `base`, and combine those that pass.
 pub fn plan_with(
     repo: &Repo,
     model: &Model,
+    base: Base,
     options: &ModelOptions,
     mut findings: Vec<Finding>,
     mode: VerifyMode,
@@ -211,15 +217,17 @@ pub fn plan_with(
     if mode == VerifyMode::Off {
         return unverified(repo, findings);
     }
-    // YAML gate, each fix alone.
+    // YAML gate, each fix alone; then the rest of a move begun by a first phase.
     for f in &mut findings {
         let Some(fix) = &f.fix else { continue };
         if let Err(e) = yaml::check_changes(repo, &fix.changes) {
             drop_fix(f, &format!("YAML gate: {e}"));
+        } else if let Some(reason) = next_phase_fails(repo, model, options, f, tool) {
+            drop_fix(f, &reason);
         }
     }
-    // Builtin gates (render, convergence), combined then one by one.
-    let mut plan = super::plan(repo, model, options, findings);
+    // Builtin gates (render, convergence, transition), combined then one by one.
+    let mut plan = super::plan(repo, model, base, options, findings);
     // YAML gate on the combination (edits of different fixes in one file).
     let combined = combine(&mut plan.findings);
     if let Err(e) = yaml::check_changes(repo, &combined) {
@@ -265,7 +273,7 @@ pub fn plan_with(
             drop_fix(f, &e.reason);
         }
     }
-    let mut plan = super::plan(repo, model, options, findings);
+    let mut plan = super::plan(repo, model, base, options, findings);
     plan.verified_by.push("kustomize");
     if plan.files.is_empty() {
         return plan;
@@ -282,6 +290,102 @@ pub fn plan_with(
         }
     }
     plan
+}
+
+/// Why a first phase must not be offered: the rest of its move, each later phase planned by the
+/// rule on the repository with the earlier ones applied and verified from there as the deployed
+/// state (the base advanced to the previous phase), would not pass every gate — the move would
+/// stop half-way, its protection left for good and the finding still failing CI. The YAML and
+/// builtin gates run on each phase; the kustomize gate (it builds from the files on disk) on the
+/// final state, every phase applied, against the work tree. `None` for a fix that is no first
+/// phase, or whose whole move passes.
+fn next_phase_fails(
+    repo: &Repo,
+    model: &Model,
+    options: &ModelOptions,
+    finding: &Finding,
+    tool: Option<&Tool>,
+) -> Option<String> {
+    let first = finding.fix.as_ref()?;
+    let phases = first.phase.as_ref().filter(|p| p.phase < p.phases)?.phases;
+    let fails = |phase: u8, why: &str| {
+        format!(
+            "phase 1 of {phases} is not offered, since phase {phase} of {phases} would fail: {why}"
+        )
+    };
+    // The final state, as the files every phase so far changed (path → text, or deleted).
+    let mut overlay = BTreeMap::new();
+    let mut fixes = vec![first.clone()];
+    let mut current = repo.clone();
+    let mut done = finding.clone();
+    loop {
+        let fix = done.fix.as_ref().expect("a fix to apply");
+        let phase = fix.phase.as_ref().map_or(phases, |p| p.phase);
+        let files = match apply::contents(&current, &fix.changes) {
+            Ok(files) => files,
+            Err(e) => return Some(fails(phase, &e.to_string())),
+        };
+        let step = apply::as_overlay(&files);
+        current = current.with_changes(&step);
+        overlay.extend(step);
+        if phase >= phases {
+            break;
+        }
+        let deployed = Model::build(&current, options);
+        let Some(next) = rules::run(&deployed, &[finding.rule.to_string()])
+            .into_iter()
+            .find(|g| super::same_place(finding, g))
+        else {
+            // Convergence refuses a phase before the last that makes the finding go.
+            return None;
+        };
+        let number = next
+            .fix
+            .as_ref()
+            .and_then(|f| f.phase.as_ref())
+            .map_or(phases, |p| p.phase);
+        let Some(fix) = &next.fix else {
+            let why = next
+                .no_fix_reason
+                .as_deref()
+                .unwrap_or("the rule offers no fix");
+            return Some(fails(phase + 1, &format!("the rule offers none: {why}")));
+        };
+        if number <= phase {
+            return Some(fails(
+                phase + 1,
+                &format!("the rule offers phase {number} again"),
+            ));
+        }
+        if let Err(e) = yaml::check_changes(&current, &fix.changes) {
+            return Some(fails(number, &format!("YAML gate: {e}")));
+        }
+        fixes.push(fix.clone());
+        let planned = super::plan(&current, &deployed, Base::WorkTree, options, vec![next]);
+        let verdict = planned.findings.into_iter().next()?;
+        match verdict.fix {
+            Some(_) => done = verdict,
+            None => {
+                let why = verdict.no_fix_reason.unwrap_or_default();
+                let why = why.strip_prefix("fix dropped: ").unwrap_or(&why);
+                return Some(fails(number, why));
+            }
+        }
+    }
+    let tool = tool?;
+    let files: Vec<apply::FileChange> = overlay
+        .into_iter()
+        .map(|(path, after)| apply::FileChange {
+            before: apply::original_text(repo, &path),
+            path,
+            after,
+        })
+        .filter(|f| f.before != f.after)
+        .collect();
+    let allowed = super::Allowed::of(fixes.iter());
+    kustomize::check(tool, repo, model, options, &files, &allowed)
+        .err()
+        .map(|e| fails(phases, &e))
 }
 
 /// The content changes the plan's fixes intend (protection in place, canonical forms).

@@ -7,6 +7,15 @@
 //! substitution, decryption, prune/force/deletion policy, suspension, health expressions); the transition gate plays
 //! the change through Flux's reconcile ([`crate::rollout`]) and refuses one that deletes a live
 //! object on the way. A fix that fails a gate is dropped; its finding stays, with the reason.
+//!
+//! Two comparisons, each against what it is about. The render, apply-context and convergence
+//! gates compare the work tree with the result: they judge what the change does to the files,
+//! whatever else the work tree holds. The transition gate plays the rollout from the [`Base`],
+//! what the cluster runs (kustomize-controller prunes what the live object carries: the
+//! annotations the base revision applied), to the result: it judges what merging does on the
+//! cluster. Deletions the work tree already makes relative to the base are the user's own
+//! change, not the fix's. So a later phase passes only once the base holds the earlier phase's
+//! protection: written twice without committing, a move never collapses into one change.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +26,7 @@ use crate::load::Repo;
 use crate::model::{Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
 use crate::rollout::{self, Consequence, PRUNE_DISABLED};
-use crate::rules::{self, Finding};
+use crate::rules::{self, Finding, Fix, Phase};
 
 pub mod context;
 pub mod gates;
@@ -52,6 +61,20 @@ impl Plan {
         self.kustomize_layers = Some((outcome.layers_built, outcome.layers));
         self.kustomize_per_layer = outcome.per_layer;
     }
+}
+
+/// What the cluster runs when the change merges: where the transition gate's rollout starts.
+#[derive(Clone, Copy)]
+pub enum Base<'a> {
+    /// The work tree is what is deployed: PATH is not in git, or a hypothetical deployed state
+    /// (`simulate --fail` applies each round of fixes on the previous one).
+    WorkTree,
+    /// The repository at a git revision (`fix --base`; by default the remote's branch, or HEAD).
+    Revision {
+        /// The revision as people name it (`origin/main`), for reports.
+        name: &'a str,
+        model: &'a Model<'a>,
+    },
 }
 
 /// What stands for an object's content when comparing before and after: an object of a file
@@ -192,6 +215,7 @@ fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(us
 fn check(
     repo: &Repo,
     model: &Model,
+    base: Base,
     options: &ModelOptions,
     files: &[FileChange],
     findings: &[&Finding],
@@ -258,11 +282,7 @@ fn check(
             &rerun.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
         );
         for f in findings {
-            // Same rule, layer, object and place (in a fleet, other clusters have findings with
-            // the same names).
-            let still = again.iter().find(|g| {
-                g.rule == f.rule && g.layer == f.layer && g.object == f.object && g.file == f.file
-            });
+            let still = again.iter().find(|g| same_place(f, g));
             let phase = f.fix.as_ref().and_then(|x| x.phase.as_ref());
             match (still, phase) {
                 // A phase before the last must leave the finding with its next phase as the fix.
@@ -294,54 +314,113 @@ fn check(
             }
         }
     }
-    transition_gate(
-        model,
-        &after,
-        fixes().flat_map(|f| f.may_restart.iter()).collect(),
-    )
+    transition_gate(base, model, &after, &fixes().collect::<Vec<_>>())
 }
 
-/// The transition gate: play the change through Flux's reconcile; any live object deleted on the
-/// way fails it, except a disposable workload a fix accepts to restart (returned as a note).
+/// Whether `g`, found after a change, is the finding `f`: same rule, layer, object and place
+/// file (in a fleet, other clusters have findings with the same names).
+pub fn same_place(f: &Finding, g: &Finding) -> bool {
+    g.rule == f.rule && g.layer == f.layer && g.object == f.object && g.file == f.file
+}
+
+/// A deletion as two rollouts of one cluster can both have it.
+type DeletionKey = (String, ObjectKey, crate::model::LayerRef);
+
+fn deletion_keys(played: &rollout::Rollout) -> HashSet<DeletionKey> {
+    played
+        .clusters
+        .iter()
+        .flat_map(|c| {
+            c.deletions
+                .iter()
+                .map(|d| (c.root.clone(), d.object.clone(), d.deleted_by.clone()))
+        })
+        .collect()
+}
+
+/// The transition gate: play the change through Flux's reconcile, from what the cluster runs
+/// (`base`) to the result; any live object deleted on the way that the work tree does not
+/// already delete fails it, except a disposable workload a fix accepts to restart (returned as
+/// a note). A later phase whose earlier phase the base does not hold yet is told so.
 fn transition_gate(
+    base: Base,
     model: &Model,
     after: &Model,
-    may_restart: Vec<&ObjectKey>,
+    fixes: &[&Fix],
 ) -> Result<Vec<String>, String> {
-    let rollout = rollout::play(model, after);
+    let may_restart: Vec<&ObjectKey> = fixes.iter().flat_map(|f| f.may_restart.iter()).collect();
+    let (deployed, already) = match base {
+        Base::WorkTree => (model, HashSet::default()),
+        Base::Revision {
+            model: deployed, ..
+        } => (deployed, deletion_keys(&rollout::play(deployed, model))),
+    };
+    let rollout = rollout::play(deployed, after);
     let mut notes = Vec::new();
     let mut refused = Vec::new();
-    for d in rollout.deletions() {
-        let again = d
-            .recreated_by
-            .as_ref()
-            .map_or(String::new(), |l| format!(", then {l} creates it again"));
-        let line = format!(
-            "{} deletes {} ({}{again}): {}",
-            d.deleted_by, d.object, d.cause, d.effect
-        );
-        if d.consequence == Consequence::Restart && may_restart.contains(&&d.object) {
-            notes.push(format!("rollout: {line} (accepted: a disposable workload)"));
-        } else {
-            refused.push(line);
+    for cluster in &rollout.clusters {
+        for d in &cluster.deletions {
+            let key = (cluster.root.clone(), d.object.clone(), d.deleted_by.clone());
+            if already.contains(&key) {
+                continue;
+            }
+            let again = d
+                .recreated_by
+                .as_ref()
+                .map_or(String::new(), |l| format!(", then {l} creates it again"));
+            let line = format!(
+                "{} deletes {} ({}{again}): {}",
+                d.deleted_by, d.object, d.cause, d.effect
+            );
+            if d.consequence == Consequence::Restart && may_restart.contains(&&d.object) {
+                notes.push(format!("rollout: {line} (accepted: a disposable workload)"));
+            } else {
+                refused.push((key, line, d));
+            }
         }
     }
-    if let Some(first) = refused.first() {
-        return Err(format!(
-            "transition gate: as Flux rolls this change out, {first}{}",
-            match refused.len() {
-                1 => String::new(),
-                n => format!(
-                    " (and {} more deletion{})",
-                    n - 1,
-                    if n == 2 { "" } else { "s" }
-                ),
-            }
-        ));
+    let Some((_, first, deletion)) = refused.first() else {
+        notes.sort();
+        notes.dedup();
+        return Ok(notes);
+    };
+    // From the work tree the move deletes none of these: the protection is there, not in the
+    // base yet.
+    if let Base::Revision { name, .. } = base
+        && let Some(phase) = fixes
+            .iter()
+            .filter_map(|f| f.phase.as_ref())
+            .find(|p| p.phase > 1)
+    {
+        let from_work_tree = deletion_keys(&rollout::play(model, after));
+        if refused.iter().all(|(k, _, _)| !from_work_tree.contains(k)) {
+            return Err(not_deployed(phase, name, deletion));
+        }
     }
-    notes.sort();
-    notes.dedup();
-    Ok(notes)
+    Err(format!(
+        "transition gate: as Flux rolls this change out, {first}{}",
+        match refused.len() {
+            1 => String::new(),
+            n => format!(
+                " (and {} more deletion{})",
+                n - 1,
+                if n == 2 { "" } else { "s" }
+            ),
+        }
+    ))
+}
+
+/// Why a later phase is not offered yet: the base does not hold the earlier phase, so the move
+/// would delete what it protects. The one text for it.
+fn not_deployed(phase: &Phase, base: &str, deletion: &rollout::Deletion) -> String {
+    format!(
+        "transition gate: phase {} of {} is not deployed yet: merge it and let Flux apply it, then run fix again. The base ({base}; `--base REV` names the revision the cluster runs) does not hold its protection, so this move would make {} delete {}: {}",
+        phase.phase - 1,
+        phase.phases,
+        deletion.deleted_by,
+        deletion.object,
+        deletion.effect
+    )
 }
 
 /// Combine every finding's fix (conflicting ones wait for the next run) and verify the
@@ -350,6 +429,7 @@ fn transition_gate(
 pub fn plan(
     repo: &Repo,
     model: &Model,
+    base: Base,
     options: &ModelOptions,
     mut findings: Vec<Finding>,
 ) -> Plan {
@@ -359,7 +439,7 @@ pub fn plan(
     let first = if files.is_empty() {
         Ok(Vec::new())
     } else {
-        check(repo, model, options, &files, &fixed)
+        check(repo, model, base, options, &files, &fixed)
     };
     if let Ok(rollout_notes) = first {
         return Plan {
@@ -376,7 +456,7 @@ pub fn plan(
         let Some(fix) = &finding.fix else { continue };
         let verdict = apply::contents(repo, &fix.changes)
             .map_err(|e| e.to_string())
-            .and_then(|files| check(repo, model, options, &files, &[finding]));
+            .and_then(|files| check(repo, model, base, options, &files, &[finding]));
         if let Err(reason) = verdict {
             finding.fix = None;
             finding.no_fix_reason = Some(format!("fix dropped: {reason}"));
@@ -388,7 +468,7 @@ pub fn plan(
     let verdict = if files.is_empty() {
         Ok(Vec::new())
     } else {
-        check(repo, model, options, &files, &fixed)
+        check(repo, model, base, options, &files, &fixed)
     };
     match verdict {
         Ok(rollout_notes) => Plan {
