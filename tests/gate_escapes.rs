@@ -320,6 +320,95 @@ fn cases(o: &Outside, url: &str) -> Vec<Case> {
             not_verified: Some("git repository"),
         },
         Case {
+            name: "transformer file naming a target file outside",
+            repo: {
+                let repo = with_apps_extra("transformers:\n  - value-add.yaml\n");
+                repo.write(
+                    "apps/value-add.yaml",
+                    format!(
+                        "apiVersion: builtin\nkind: ValueAddTransformer\nmetadata:\n  name: leak\ntargetFilePath: {txt}\n"
+                    ),
+                );
+                repo
+            },
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "transformer file with a capitalised kind",
+            repo: {
+                let repo = with_apps_extra("transformers:\n  - t.yaml\n");
+                repo.write(
+                    "apps/t.yaml",
+                    format!("apiVersion: builtin\nKind: PatchTransformer\nmetadata:\n  name: leak\npath: {patch}\n"),
+                );
+                repo
+            },
+            not_verified: Some("lower camel case"),
+        },
+        Case {
+            name: "directory of plugin configurations that patches them",
+            repo: {
+                let repo = with_apps_extra("transformers:\n  - plugins\n");
+                repo.write(
+                    "apps/plugins/kustomization.yaml",
+                    "resources:\n  - t.yaml\npatches:\n  - patch: '[{op: add, path: /path, value: /etc/hostname}]'\n    target: {kind: PatchTransformer}\n",
+                )
+                .write(
+                    "apps/plugins/t.yaml",
+                    "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: t\npatch: '{}'\n",
+                );
+                repo
+            },
+            not_verified: Some("could rewrite them"),
+        },
+        Case {
+            name: "generator entry that is a URL",
+            repo: with_apps_extra(&format!("generators:\n  - {url}\n")),
+            not_verified: Some("URL"),
+        },
+        Case {
+            name: "component that is a forced git URL",
+            repo: with_sub("components:\n  - git::ssh://git@example.com/org/repo\n"),
+            not_verified: Some("URL"),
+        },
+        Case {
+            name: "resource directory through a symbolic link",
+            repo: {
+                let repo = with_sub("resources:\n  - cm.yaml\n  - linked\n");
+                repo.symlink(o.dir.path(), "hostile/linked");
+                repo
+            },
+            not_verified: Some("is not in the repository"),
+        },
+        Case {
+            name: "two kustomization files in one directory",
+            repo: {
+                let repo = with_sub("resources:\n  - cm.yaml\n");
+                repo.write("hostile/Kustomization", format!("resources:\n  - {cm}\n"));
+                repo
+            },
+            not_verified: Some("several kustomization files"),
+        },
+        Case {
+            name: "kustomization of two documents",
+            repo: with_sub(format!(
+                "resources:\n  - cm.yaml\n---\nresources:\n  - {cm}\n"
+            )),
+            not_verified: Some("holds 2 YAML documents"),
+        },
+        Case {
+            name: "unknown field",
+            repo: with_sub(format!("resources:\n  - cm.yaml\nresourcez:\n  - {cm}\n")),
+            not_verified: Some("unknown field"),
+        },
+        Case {
+            name: "generator file source with two `=`",
+            repo: with_apps_extra(&format!(
+                "configMapGenerator:\n  - name: leak\n    namespace: demo\n    files:\n      - a=b={txt}\n"
+            )),
+            not_verified: Some("kustomize refuses"),
+        },
+        Case {
             name: "Flux spec.patches entry with a path (Flux reads only patch and target)",
             repo: {
                 with_component(
@@ -382,4 +471,48 @@ fn no_hostile_kustomization_escapes_the_gate() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// The negative control: what a real repository does with the same features is built, not
+/// refused — a directory of plugin configurations that places them (d4rkfella/home-ops'
+/// layout), an inline transformer, a transformer file reading a local patch, a generator with
+/// a binary file and an env file, capitalised keys Go reads as the field, a Flux patch.
+#[test]
+fn legitimate_plugins_and_generators_are_built() {
+    let repo = with_apps_extra(
+        "transformers:\n  - ./plugins\n  - |\n    apiVersion: builtin\n    kind: LabelTransformer\n    metadata:\n      name: team\n    labels:\n      team: web\n    fieldSpecs:\n      - path: metadata/labels\n        create: true\n  - patcher.yaml\nconfigMapGenerator:\n  - name: assets\n    namespace: demo\n    Files:\n      - logo.bin\n    envs:\n      - app.env\n",
+    );
+    repo.write(
+        "apps/plugins/kustomization.yaml",
+        "namespace: demo\nresources:\n  - ../../shared-plugins\n",
+    )
+    .write(
+        "shared-plugins/kustomization.yaml",
+        "resources:\n  - annotate.yaml\n",
+    )
+    .write(
+        "shared-plugins/annotate.yaml",
+        "apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata:\n  name: owner\nannotations:\n  owner: platform\nfieldSpecs:\n  - path: metadata/annotations\n    create: true\n",
+    )
+    .write(
+        "apps/patcher.yaml",
+        "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: replicas\npath: replicas.yaml\ntarget:\n  kind: Deployment\n",
+    )
+    .write(
+        "apps/replicas.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n",
+    )
+    .write("apps/logo.bin", [0u8, 159, 146, 150, 255])
+    .write("apps/app.env", "A=1\n");
+    let recorder = Recorder::new();
+    let out = fix(&repo, &recorder);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("verified: builtin + kustomize (1 of 1 layer built)"),
+        "{err}"
+    );
+    let printed = recorder.printed();
+    for expected in ["binaryData:", "owner: platform", "team: web", "replicas: 2"] {
+        assert!(printed.contains(expected), "{expected}:\n{printed}");
+    }
 }
