@@ -536,3 +536,54 @@ mod signals {
         }
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// What the child reports through the pipe becomes what the gate says: isolated, or the
+    /// reason it is not (the fallback where no namespace can be made).
+    #[test]
+    fn the_childs_report_says_whether_it_is_isolated() {
+        let report = |bytes: &[u8]| {
+            let (read, write) = linux::report_pipe().unwrap();
+            // SAFETY: writing a local buffer to our own pipe, then closing that end.
+            unsafe {
+                libc::write(write, bytes.as_ptr().cast(), bytes.len());
+                libc::close(write);
+            }
+            linux::read_report(read)
+        };
+        assert_eq!(report(b"n\0\0\0\0"), Network::Isolated);
+        let mut denied = vec![b'e'];
+        denied.extend(libc::EPERM.to_ne_bytes());
+        match report(&denied) {
+            Network::Reachable(why) => {
+                assert!(
+                    why.starts_with("no network namespace could be made here ("),
+                    "{why}"
+                )
+            }
+            Network::Isolated => panic!("reported isolated"),
+        }
+        assert!(matches!(report(b""), Network::Reachable(_)));
+    }
+
+    /// A confined child that reports isolation really is in another network namespace.
+    #[test]
+    fn an_isolated_child_has_a_network_namespace_of_its_own() {
+        let mut command = Command::new("/usr/bin/readlink");
+        command
+            .arg("/proc/self/ns/net")
+            .stdout(std::process::Stdio::piped());
+        let confined = spawn_confined(command, 1 << 30).unwrap();
+        let network = confined.network.clone();
+        let out = confined.child.wait_with_output().unwrap();
+        let theirs = String::from_utf8(out.stdout).unwrap();
+        let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+        match network {
+            Network::Isolated => assert_ne!(theirs.trim(), ours.to_str().unwrap()),
+            Network::Reachable(_) => assert_eq!(theirs.trim(), ours.to_str().unwrap()),
+        }
+    }
+}

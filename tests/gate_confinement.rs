@@ -86,7 +86,7 @@ fn a_generator_reading_outside_the_root_is_not_verified() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
             err.contains(&format!(
-                "not verified: layer flux-system/apps: apps/kustomization.yaml: `generators` entry `gen.yaml` names `{file}`"
+                "not verified: layer flux-system/apps: apps/gen.yaml:6:5: `files` entry `{file}`"
             )),
             "{err}"
         );
@@ -108,7 +108,9 @@ fn a_patch_url_is_never_fetched() {
     let out = fix(&repo, tmp.path(), &[]);
     let err = common::unwrapped(&stderr(&out));
     assert!(
-        err.contains(&format!("`patches` entry `{url}` is a URL (never fetched)")),
+        err.contains(&format!(
+            "apps/kustomization.yaml:7:11: `patches[0].path` entry `{url}` is a URL (never fetched)"
+        )),
         "{err}"
     );
     assert!(listener.accept().is_err(), "the URL was fetched");
@@ -121,11 +123,11 @@ fn remote_bases_helm_charts_and_plugin_files_are_not_verified() {
     let cases = [
         (
             "resources:\n  - github.com/example/base?ref=v1\n",
-            "is not in the repository",
+            "names a git repository (kustomize would clone it; never fetched)",
         ),
         (
             "helmCharts:\n  - name: x\n    repo: https://charts.example.com\n",
-            "is a Helm chart",
+            "`helmCharts`: a Helm chart, which the gate never inflates",
         ),
         (
             "transformers:\n  - plugin.yaml\n",
@@ -271,7 +273,7 @@ fn temporary_copies_are_owner_only() {
     let logdir = tempfile::tempdir().unwrap();
     let log = logdir.path().join("modes");
     let bin = fake_kustomize(&format!(
-        "find \"$TMPDIR\"/fluxmend-verify-* -printf '%m %y %p\\n' >> {}",
+        "/usr/bin/find \"$TMPDIR\"/.. -printf '%m %y %p\\n' >> {}",
         log.display()
     ));
     let repo = TempRepo::with_flux_instance();
@@ -286,5 +288,57 @@ fn temporary_copies_are_owner_only() {
         let (mode, kind) = (parts.next().unwrap(), parts.next().unwrap());
         let want = if kind == "d" { "700" } else { "600" };
         assert_eq!(mode, want, "{line}");
+    }
+}
+
+/// Each build runs in an environment of its own (issue 24 item 2): none of the user's
+/// variables (a proxy, a kubeconfig, a canary), `KUBECONFIG` empty, an empty private `HOME`
+/// that is not the user's, no `PATH`, and a network namespace of its own (made here: the tests
+/// run where one can be; elsewhere the report says the builds ran with the network reachable).
+#[test]
+fn builds_run_in_a_scrubbed_environment_without_network() {
+    let logdir = tempfile::tempdir().unwrap();
+    let log = logdir.path().join("env");
+    let bin = fake_kustomize(&format!(
+        "{{ /usr/bin/env; echo NETNS=$(/usr/bin/readlink /proc/self/ns/net); echo HOMEFILES=$(/bin/ls -A \"$HOME\" | /usr/bin/wc -l); }} >> {}",
+        log.display()
+    ));
+    let repo = TempRepo::with_flux_instance();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = path_with(bin.path());
+    let out = fix(
+        &repo,
+        tmp.path(),
+        &[
+            ("PATH", &path),
+            ("FLUXMEND_CANARY", "leaked"),
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("KUBECONFIG", "/root/.kube/config"),
+            ("HOME", "/root"),
+        ],
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("network isolation"), "{err}");
+    let env = std::fs::read_to_string(&log).unwrap();
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let mut builds = 0;
+    for block in env.split("HOMEFILES=").skip(1) {
+        let files: usize = block.lines().next().unwrap().trim().parse().unwrap();
+        assert_eq!(files, 0, "HOME is empty");
+        builds += 1;
+    }
+    assert!(builds >= 2, "{env}");
+    for line in env.lines() {
+        let (name, value) = line.split_once('=').unwrap_or((line, ""));
+        match name {
+            "KUBECONFIG" => assert_eq!(value, "/dev/null"),
+            "HOME" | "TMPDIR" | "USERPROFILE" => {
+                assert!(value.contains("fluxmend-verify-"), "{line}")
+            }
+            "NETNS" => assert_ne!(value, ours.to_str().unwrap(), "same network namespace"),
+            // What sh itself sets.
+            "PWD" | "SHLVL" | "_" | "HOMEFILES" | "OLDPWD" => {}
+            _ => panic!("variable {name} reached the build:\n{env}"),
+        }
     }
 }

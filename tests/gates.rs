@@ -439,7 +439,7 @@ fn remote_resource_layer_is_not_verified_not_failed() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
         common::unwrapped(&run.stderr).contains(
-            "not verified: layer flux-system/apps: remote resource `https://github.com/example/remote//deploy?ref=v1` (never fetched)"
+            "not verified: layer flux-system/apps: apps/kustomization.yaml:7:5: `resources` entry `https://github.com/example/remote//deploy?ref=v1` is a URL (never fetched)"
         ),
         "{}",
         run.stderr
@@ -457,7 +457,10 @@ fn remote_resource_layer_is_not_verified_not_failed() {
         if l["layer"] == "flux-system/apps" {
             assert_eq!(l["built"], false, "{l}");
             assert!(
-                l["why"].as_str().unwrap().starts_with("remote resource"),
+                l["why"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("is a URL (never fetched)"),
                 "{l}"
             );
         } else {

@@ -61,7 +61,7 @@ pub fn read_repo_file(root: &Path, rel: &str) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

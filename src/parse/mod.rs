@@ -542,7 +542,17 @@ impl YamlFile {
 
     /// Convert a node to data, expanding aliases within [`VALUE_NODE_BUDGET`].
     pub fn value(&self, id: NodeId) -> Result<Value, AliasBudgetExceeded> {
-        let mut budget = VALUE_NODE_BUDGET;
+        self.value_with_budget(id, VALUE_NODE_BUDGET)
+    }
+
+    /// [`YamlFile::value`] allowing `budget` nodes: for a document that is large by nature (a
+    /// ResourceSet with thousands of inputs), which the alias-bomb budget would refuse.
+    pub fn value_with_budget(
+        &self,
+        id: NodeId,
+        budget: usize,
+    ) -> Result<Value, AliasBudgetExceeded> {
+        let mut budget = budget;
         self.value_within(id, &mut budget)
     }
 
@@ -578,19 +588,18 @@ impl YamlFile {
         entries: &[(NodeId, NodeId)],
         budget: &mut usize,
     ) -> Result<Value, AliasBudgetExceeded> {
-        let mut out = Vec::with_capacity(entries.len());
+        let mut out = MapBuilder::with_capacity(entries.len());
         for &(k, v) in entries {
             let key = self.value_within(k, budget)?;
             let value = self.value_within(v, budget)?;
             // `<<: *base` merge keys: the merged entries come first, explicit ones win.
             if key == Value::Str("<<".into(), false) {
-                merge_into(&mut out, value);
+                out.merge(value);
             } else {
-                out.retain(|(existing, _)| existing != &key);
-                out.push((key, value));
+                out.replace(key, value);
             }
         }
-        Ok(Value::Map(out))
+        Ok(Value::Map(out.finish()))
     }
 
     /// A scalar's data: null, or its text and whether it is a string by quoting or `!!str`.
@@ -741,17 +750,76 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
     }
 }
 
-fn merge_into(out: &mut Vec<(Value, Value)>, merged: Value) {
-    match merged {
-        Value::Map(entries) => {
-            for (k, v) in entries {
-                if !out.iter().any(|(existing, _)| existing == &k) {
-                    out.push((k, v));
+/// The entries of a mapping being converted, in order, each key once: linear in the number of
+/// entries (a mapping of 200,000 keys was quadratic), a hash index built only once a mapping is
+/// larger than a few entries.
+struct MapBuilder {
+    entries: Vec<Option<(Value, Value)>>,
+    index: Option<HashMap<Value, usize>>,
+}
+
+/// Below this many entries a linear search is cheaper than hashing.
+const MAP_INDEX_FROM: usize = 16;
+
+impl MapBuilder {
+    fn with_capacity(n: usize) -> MapBuilder {
+        MapBuilder {
+            entries: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
+    fn position(&mut self, key: &Value) -> Option<usize> {
+        if self.index.is_none() && self.entries.len() > MAP_INDEX_FROM {
+            let mut index = HashMap::default();
+            for (i, e) in self.entries.iter().enumerate() {
+                if let Some((k, _)) = e {
+                    index.insert(k.clone(), i);
                 }
             }
+            self.index = Some(index);
         }
-        Value::Seq(maps) => maps.into_iter().for_each(|m| merge_into(out, m)),
-        _ => {}
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self
+                .entries
+                .iter()
+                .position(|e| e.as_ref().is_some_and(|(k, _)| k == key)),
+        }
+    }
+
+    fn push(&mut self, key: Value, value: Value) {
+        if let Some(index) = &mut self.index {
+            index.insert(key.clone(), self.entries.len());
+        }
+        self.entries.push(Some((key, value)));
+    }
+
+    /// An explicit entry: it replaces an earlier one of the same key, and comes last.
+    fn replace(&mut self, key: Value, value: Value) {
+        if let Some(i) = self.position(&key) {
+            self.entries[i] = None;
+        }
+        self.push(key, value);
+    }
+
+    /// A merge key's value: the entries of its mapping (or mappings) whose keys are not there.
+    fn merge(&mut self, merged: Value) {
+        match merged {
+            Value::Map(entries) => {
+                for (k, v) in entries {
+                    if self.position(&k).is_none() {
+                        self.push(k, v);
+                    }
+                }
+            }
+            Value::Seq(maps) => maps.into_iter().for_each(|m| self.merge(m)),
+            _ => {}
+        }
+    }
+
+    fn finish(self) -> Vec<(Value, Value)> {
+        self.entries.into_iter().flatten().collect()
     }
 }
 

@@ -58,6 +58,11 @@ impl Plan {
     /// Take in what the kustomize gate checked of this plan's change.
     fn record(&mut self, outcome: kustomize::Outcome) {
         self.not_verified.extend(outcome.not_verified);
+        if let Some(why) = outcome.network {
+            self.not_verified.push(format!(
+                "network isolation of the kustomize builds: {why}; they ran with the network reachable (every reference was checked to be local first)"
+            ));
+        }
         self.kustomize_layers = Some((outcome.layers_built, outcome.layers));
         self.kustomize_per_layer = outcome.per_layer;
     }
