@@ -35,6 +35,19 @@ pub enum EmitError {
     NameTooLong { path: String, bytes: usize },
     #[error("refusing to write {0}: it changed since fluxmend read it; run fix again")]
     Changed(String),
+    #[error(
+        "refusing to write {path}: it changed while fluxmend was writing (another program wrote \
+         it, or a directory on its way was replaced); nothing was written, and the change is \
+         not overwritten{}; run fix again",
+        left_as_it_is(.left)
+    )]
+    Raced { path: String, left: Vec<String> },
+    #[error(
+        "{0} is tracked by git: it came with the repository and is not an interrupted write of \
+         fluxmend, so fluxmend ignores it and does not write beside it; remove it from the \
+         repository (`git rm`) and run fix again"
+    )]
+    TrackedJournal(String),
     #[error("{0}")]
     Journal(String),
     #[error("{0}")]
@@ -53,6 +66,19 @@ pub enum EmitError {
         .0.display()
     )]
     NotARepository(PathBuf),
+}
+
+/// `; left as it is: a, b` for the files a rolled-back write could not put back (they hold what
+/// another program wrote), or nothing.
+fn left_as_it_is(left: &[String]) -> String {
+    if left.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; these changed too and are left as they are: {}",
+            left.join(", ")
+        )
+    }
 }
 
 /// A libgit2 error as a sentence with the next step, without libgit2's class and code.
