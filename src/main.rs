@@ -600,7 +600,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     }
     if changed && args.commit {
         let message = fluxmend::emit::pr::commit_message(&plan);
-        let oid = fluxmend::emit::apply::commit(
+        let oid = fluxmend::emit::commit::commit(
             &repo.root,
             &plan.files,
             &message,

@@ -209,34 +209,58 @@ fn invalid_branch_names_are_usage_errors() {
     assert_eq!(git(dir, &["branch", "--list"]).trim(), "* main");
 }
 
-/// Item 6: a commit that fails after the files were written restores them and removes the
-/// directories the write made.
+/// Item 6: a commit that fails after the files were written restores them and the index and
+/// removes the directories the write made. The failure is a lock another git process takes
+/// while fluxmend writes (the race hook of debug builds takes it once the temporaries are
+/// written): the index, then the branch.
 #[test]
 fn a_failed_commit_leaves_no_new_directory() {
-    let repo = git_repo_with("fm001-inline");
-    let dir = repo.path();
-    let (files, folders) = (work_tree(dir), dirs(dir));
-    // A held lock on the branch: updating it fails after the write.
-    std::fs::write(dir.join(".git/refs/heads/main.lock"), "").unwrap();
-    let run = fluxmend([
-        "fix",
-        "--commit",
-        "--verify",
-        "builtin",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    std::fs::remove_file(dir.join(".git/refs/heads/main.lock")).unwrap();
-    assert_eq!(
-        common::differing_paths(&work_tree(dir), &files),
-        Vec::<String>::new()
-    );
-    let new_dirs: Vec<String> = dirs(dir).difference(&folders).cloned().collect();
-    assert!(
-        new_dirs.iter().all(|d| d.starts_with(".git")),
-        "new directories left behind: {new_dirs:?}"
-    );
-    assert_eq!(git(dir, &["status", "--porcelain"]), "");
+    if !cfg!(debug_assertions) {
+        return; // the race hook exists in debug builds only
+    }
+    for lock in [".git/index.lock", ".git/refs/heads/main.lock"] {
+        let repo = git_repo_with("fm001-inline");
+        let dir = repo.path();
+        let (files, folders) = (work_tree(dir), dirs(dir));
+        let head = git(dir, &["rev-parse", "HEAD"]);
+        let hooks = tempfile::tempdir().unwrap();
+        let hook = hooks.path().join("hook.sh");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh
+[ \"$1\" = prepared ] && touch {lock}\nexit 0\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let (code, _, err) = fluxmend_env(
+            &[
+                "fix",
+                "--commit",
+                "--verify",
+                "builtin",
+                dir.to_str().unwrap(),
+            ],
+            &[("FLUXMEND_TEST_RACE_HOOK", hook.to_str().unwrap())],
+        );
+        assert_eq!(code, 2, "{lock}: {err}");
+        assert!(dir.join(lock).exists(), "{lock}: the hook did not run");
+        std::fs::remove_file(dir.join(lock)).unwrap();
+        assert_eq!(
+            common::differing_paths(&work_tree(dir), &files),
+            Vec::<String>::new(),
+            "{lock}"
+        );
+        let new_dirs: Vec<String> = dirs(dir).difference(&folders).cloned().collect();
+        assert!(
+            new_dirs.iter().all(|d| d.starts_with(".git")),
+            "{lock}: new directories left behind: {new_dirs:?}"
+        );
+        assert_eq!(git(dir, &["status", "--porcelain"]), "", "{lock}");
+        assert_eq!(git(dir, &["rev-parse", "HEAD"]), head, "{lock}");
+    }
 }
 
 /// Recover an interrupted write and nothing else: `fix --write` with a rule that finds nothing

@@ -2,6 +2,7 @@
 //! diff, in-place write and git commit.
 
 pub mod apply;
+pub mod commit;
 pub mod dirfd;
 pub mod escape;
 pub mod github;
