@@ -967,6 +967,17 @@ fn clean(tree: &mut Tree, ops: &[Op], done: bool) -> Result<Vec<String>, EmitErr
         .collect();
     let empty = digest(b"");
     let mut left = Vec::new();
+    // A created file's temporary is the file itself under a second name while the write runs:
+    // it goes, whatever the file holds by now.
+    for op in ops {
+        if let Op::Create { target, new, .. } = op
+            && let (State::File(_, Some(a)), State::File(_, Some(b))) =
+                (tree.state(target)?, tree.state(new)?)
+            && a == b
+        {
+            tree.unlink(new)?;
+        }
+    }
     for op in ops {
         let Op::Temp(temp, hash) = op else { continue };
         if void.contains(temp.as_str()) {
