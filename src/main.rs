@@ -417,12 +417,22 @@ fn usage(message: impl std::fmt::Display) -> ExitCode {
 
 /// Read the configuration, then load the repository with it; flags win over the file.
 fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), ExitCode> {
-    if std::fs::symlink_metadata(args.path.join(fluxmend::emit::write::JOURNAL)).is_ok() {
-        eprintln!(
-            "fluxmend: warning: {} holds an interrupted fix --write; `fluxmend fix {}` completes or rolls it back",
-            args.path.display(),
-            args.path.display()
-        );
+    let journal = args.path.join(fluxmend::emit::write::JOURNAL);
+    if std::fs::symlink_metadata(&journal).is_ok() {
+        if fluxmend::emit::write::journal_tracked(&args.path) {
+            eprintln!(
+                "fluxmend: warning: {} is tracked by git: it came with the repository and is not \
+                 an interrupted write; fluxmend ignores it",
+                journal.display()
+            );
+        } else {
+            eprintln!(
+                "fluxmend: warning: {} holds an interrupted fix --write; `fluxmend fix --write {}` \
+                 completes or rolls it back (a dry run leaves it alone)",
+                args.path.display(),
+                args.path.display()
+            );
+        }
     }
     let mut config = match &args.config {
         Some(file) if !file.is_file() => {
@@ -717,19 +727,10 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
-    // An interrupted write is completed (or rolled back) before anything is read.
-    match fluxmend::emit::write::recover(&args.repo.path) {
-        Ok(None) => {}
-        Ok(Some(done)) => eprintln!(
-            "fluxmend: an interrupted fix --write in {} was {}",
-            args.repo.path.display(),
-            match done {
-                fluxmend::emit::write::Recovery::Completed => "completed",
-                fluxmend::emit::write::Recovery::RolledBack =>
-                    "rolled back (nothing of it had been applied)",
-            }
-        ),
-        Err(e) => return Err(usage(e)),
+    // An interrupted write is completed (or rolled back) before anything is read, by a run that
+    // writes: a dry run never acts on a journal (`load` says it is there).
+    if args.write || args.commit {
+        recover(&args.repo.path)?;
     }
     let (repo, options, config) = load(&args.repo)?;
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
@@ -789,7 +790,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
     }
     if changed && args.commit {
         let message = fluxmend::emit::pr::commit_message(&plan);
-        let oid = fluxmend::emit::apply::commit(
+        let oid = fluxmend::emit::commit::commit(
             &repo.root,
             &plan.files,
             &message,
@@ -856,6 +857,36 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(changed || standing.fails())))
+}
+
+/// Complete or roll back an interrupted write in `root`, and say what was done and left.
+fn recover(root: &std::path::Path) -> Result<(), ExitCode> {
+    use fluxmend::emit::escape::terminal;
+    use fluxmend::emit::write::Outcome;
+    let Some(done) = fluxmend::emit::write::recover(root).map_err(usage)? else {
+        return Ok(());
+    };
+    let what = match &done.outcome {
+        Outcome::Completed => "completed".to_string(),
+        Outcome::RolledBack => "rolled back (nothing of it is applied)".to_string(),
+        Outcome::Undone(changed) => format!(
+            "rolled back: {} holds neither what it held before nor what the write put there \
+             (another program changed it), so it is left as it is",
+            terminal(changed)
+        ),
+    };
+    eprintln!(
+        "fluxmend: an interrupted fix --write in {} was {what}",
+        terminal(&root.display().to_string())
+    );
+    for path in &done.left {
+        eprintln!(
+            "fluxmend: warning: {} is left as it is: it does not hold what the journal recorded, \
+             so it is not fluxmend's to remove or restore",
+            terminal(path)
+        );
+    }
+    Ok(())
 }
 
 /// How many rounds of `fix` `simulate --fail` applies to reach the fixed layout (a phased fix

@@ -9,7 +9,7 @@ use common::{fluxmend, git, git_repo_with};
 fn a_failed_commit_restores_tree_and_index() {
     let repo = git_repo_with("fm001-dedicated");
     let dir = repo.path();
-    // The branch exists already: creating it fails after the files were written and staged.
+    // The branch exists already: refused before anything is written.
     git(dir, &["branch", "taken"]);
     let head = git(dir, &["rev-parse", "HEAD"]);
     let run = fluxmend([

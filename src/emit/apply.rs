@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-
 use crate::edit::{self, Changeset, FileOp};
 use crate::emit::escape;
 use crate::load::Repo;
@@ -35,6 +33,19 @@ pub enum EmitError {
     NameTooLong { path: String, bytes: usize },
     #[error("refusing to write {0}: it changed since fluxmend read it; run fix again")]
     Changed(String),
+    #[error(
+        "refusing to write {path}: it changed while fluxmend was writing (another program wrote \
+         it, or a directory on its way was replaced); nothing was written, and the change is \
+         not overwritten{}; run fix again",
+        left_as_it_is(.left)
+    )]
+    Raced { path: String, left: Vec<String> },
+    #[error(
+        "{0} is tracked by git: it came with the repository and is not an interrupted write of \
+         fluxmend, so fluxmend ignores it and does not write beside it; remove it from the \
+         repository (`git rm`) and run fix again"
+    )]
+    TrackedJournal(String),
     #[error("{0}")]
     Journal(String),
     #[error("{0}")]
@@ -53,6 +64,21 @@ pub enum EmitError {
         .0.display()
     )]
     NotARepository(PathBuf),
+    #[error("refusing to commit: {0}; nothing was written")]
+    Refused(#[from] super::commit::Refusal),
+}
+
+/// `; left as it is: a, b` for the files a rolled-back write could not put back (they hold what
+/// another program wrote), or nothing.
+fn left_as_it_is(left: &[String]) -> String {
+    if left.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; these changed too and are left as they are: {}",
+            left.join(", ")
+        )
+    }
 }
 
 /// A libgit2 error as a sentence with the next step, without libgit2's class and code.
@@ -230,145 +256,6 @@ pub fn valid_branch_name(name: &str) -> bool {
         && !name.starts_with('-')
         && !name.starts_with("refs/")
         && git2::Branch::name_is_valid(name).unwrap_or(false)
-}
-
-/// Commit exactly the touched files on top of HEAD (or as the first commit of a repository that
-/// has none): the commit's tree is HEAD's tree with those paths replaced, whatever else is staged.
-/// Refuses when a touched file has uncommitted changes; runs no hooks. The user's index keeps
-/// everything it had, with the touched paths updated to what was committed. With `branch`, the
-/// commit goes on a new branch made from HEAD, which becomes the current branch. If anything
-/// fails after the files were written, they are put back (new directories removed).
-pub fn commit(
-    root: &Path,
-    files: &[FileChange],
-    message: &str,
-    branch: Option<&str>,
-) -> Result<git2::Oid, EmitError> {
-    let repo = git2::Repository::discover(root).map_err(|e| match e.code() {
-        git2::ErrorCode::NotFound => EmitError::NotARepository(root.to_path_buf()),
-        _ => e.into(),
-    })?;
-    let workdir = repo
-        .workdir()
-        .ok_or_else(|| {
-            git2::Error::new(
-                git2::ErrorCode::BareRepo,
-                git2::ErrorClass::Repository,
-                "the repository is bare",
-            )
-        })?
-        .canonicalize()
-        .context("resolving the work tree")?;
-    let prefix = root
-        .canonicalize()
-        .with_context(|| format!("resolving {}", root.display()))?
-        .strip_prefix(&workdir)
-        .map(Path::to_path_buf)
-        .map_err(|_| EmitError::Unsafe(root.display().to_string()))?;
-    let rel = |p: &str| prefix.join(p);
-    // HEAD's commit, or none in a repository without commits (an unborn branch).
-    let head = match repo.head() {
-        Ok(r) => Some(r.peel_to_commit()?),
-        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => None,
-        Err(e) => return Err(e.into()),
-    };
-    let head_tree = match &head {
-        Some(c) => c.tree()?,
-        None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
-    };
-    for f in files {
-        let p = rel(&f.path);
-        let clean = match repo.status_file(&p) {
-            // Without a commit, a file is at best staged as new: only a difference between the
-            // index and the work tree is an uncommitted change.
-            Ok(s) if head.is_none() => !s.intersects(
-                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
-            ),
-            Ok(s) => s.is_empty() || (f.before.is_none() && s == git2::Status::WT_NEW),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => f.before.is_none(),
-            Err(e) => return Err(e.into()),
-        };
-        if !clean {
-            return Err(EmitError::Dirty(f.path.clone()));
-        }
-    }
-    if let Some(name) = branch
-        && repo.find_branch(name, git2::BranchType::Local).is_ok()
-    {
-        return Err(EmitError::BranchExists(name.to_string()));
-    }
-    // The tree: HEAD's, with exactly the touched paths replaced.
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    for f in files {
-        let p = git_path(&rel(&f.path));
-        match &f.after {
-            Some(text) => {
-                let mode = match head_tree.get_path(&rel(&f.path)) {
-                    Ok(e) if e.filemode() == i32::from(git2::FileMode::BlobExecutable) => {
-                        git2::FileMode::BlobExecutable
-                    }
-                    _ => git2::FileMode::Blob,
-                };
-                update.upsert(p, repo.blob(text.as_bytes())?, mode);
-            }
-            None => {
-                update.remove(p);
-            }
-        }
-    }
-    let tree = repo.find_tree(update.create_updated(&repo, &head_tree)?)?;
-    let written = super::write::write(root, files)?;
-    let result = (|| -> Result<git2::Oid, EmitError> {
-        let sig = repo
-            .signature()
-            .or_else(|_| git2::Signature::now("fluxmend", "fluxmend@localhost"))?;
-        let parents: Vec<&git2::Commit> = head.iter().collect();
-        let oid = match branch {
-            Some(name) => {
-                let refname = format!("refs/heads/{name}");
-                let oid = repo.commit(Some(&refname), &sig, &sig, message, &tree, &parents)?;
-                if let Err(e) = repo.set_head(&refname) {
-                    if let Ok(mut r) = repo.find_reference(&refname) {
-                        let _ = r.delete();
-                    }
-                    return Err(e.into());
-                }
-                oid
-            }
-            None => repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)?,
-        };
-        Ok(oid)
-    })();
-    let oid = match result {
-        Ok(oid) => oid,
-        Err(e) => {
-            let _ = super::write::undo(root, files, &written);
-            return Err(e);
-        }
-    };
-    // The index: only the touched paths change, to what was committed.
-    let mut index = repo.index()?;
-    for f in files {
-        let p = rel(&f.path);
-        match f.after {
-            Some(_) => index.add_path(&p)?,
-            None => {
-                if index.get_path(&p, 0).is_some() {
-                    index.remove_path(&p)?;
-                }
-            }
-        }
-    }
-    index.write()?;
-    Ok(oid)
-}
-
-/// A repository-relative path as git spells it (`/`-separated).
-fn git_path(p: &Path) -> String {
-    p.components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// The branch HEAD is on in the repository holding `root` (`None` when detached or unreadable):

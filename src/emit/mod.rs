@@ -2,6 +2,8 @@
 //! diff, in-place write and git commit.
 
 pub mod apply;
+pub mod commit;
+pub mod dirfd;
 pub mod escape;
 pub mod github;
 pub mod pr;
