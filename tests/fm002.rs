@@ -29,6 +29,7 @@ const CASES: &[&str] = &[
     "fm002-runners-folder",
     "fm002-components",
     "fm002-outer-components",
+    "fm002-ks-layout",
 ];
 
 #[test]
