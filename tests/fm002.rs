@@ -29,6 +29,7 @@ const CASES: &[&str] = &[
     "fm002-runners-folder",
     "fm002-components",
     "fm002-outer-components",
+    "fm002-ks-layout",
 ];
 
 #[test]
@@ -1327,4 +1328,100 @@ fn a_layer_that_checks_only_its_runner_masks_nothing_as_simulate_says() {
     let f = &repo.check()["findings"][0];
     assert_eq!(f["masked_objects"], 2, "{f:#}");
     assert_eq!(masked_by_simulate(&repo), 2);
+}
+
+/// Dedicated runner layers are not reported (fixture `fm002-dedicated-keda-runner`): a Forgejo
+/// runner run as a KEDA ScaledJob is recognised by its pod template, and its token Secret, the
+/// TriggerAuthentication that reads it, its Namespace and a namespace-wide NetworkPolicy are its
+/// own; a layer that checks only its agents hides nothing. Positive control: an app in the
+/// runner's namespace is masked, and so are the Namespace and the policy, which serve it too.
+#[test]
+fn dedicated_runner_layers_with_a_keda_runner_or_a_namespace_policy_are_not_reported() {
+    let root = fixture("fm002-dedicated-keda-runner", "before");
+    let check = fluxmend(["check", root.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    assert_eq!(check.json()["findings"], serde_json::json!([]));
+    let repo = Repo::load(&root).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let mut analysis = Analysis::new(&model);
+    let (id, layer) = model
+        .live_layers()
+        .find(|(_, l)| l.id.name == "forgejo-runner")
+        .unwrap();
+    let bundle = analysis.bundle(id, 0);
+    let inventory = &layer.variants[0].inventory;
+    assert_eq!(
+        bundle
+            .gated
+            .iter()
+            .map(|(i, reason)| (inventory[*i].key.to_string(), reason.as_str()))
+            .collect::<Vec<_>>(),
+        [(
+            "ScaledJob/forgejo-runner/forgejo-runner".to_string(),
+            "runs image code.forgejo.org/forgejo/runner:9.1.0: Forgejo Actions runner"
+        )]
+    );
+    let mut moved: Vec<String> = inventory
+        .iter()
+        .filter(|r| bundle.moved.contains(&r.object))
+        .map(|r| r.key.kind.to_string())
+        .collect();
+    moved.sort();
+    assert_eq!(
+        moved,
+        [
+            "NetworkPolicy",
+            "ScaledJob",
+            "Secret",
+            "TriggerAuthentication"
+        ]
+    );
+    assert_eq!(bundle.own_namespaces.len(), 1);
+    assert!(bundle.staying.is_empty());
+
+    let mixed = TempRepo::copy_of(&root);
+    mixed
+        .write(
+            "runners/forgejo/wiki-cache.yaml",
+            deployment("wiki-cache", "redis:7", ""),
+        )
+        .append(
+            "runners/forgejo/kustomization.yaml",
+            "  - wiki-cache.yaml\n",
+        );
+    let report = fluxmend(command_args("check", mixed.path(), &["--format", "json"])).json();
+    assert_eq!(objects(&report), ["forgejo-runner"]);
+    assert_eq!(report["findings"][0]["masked_objects"], 3, "{report:#}");
+}
+
+/// A runner's own Secrets as a JSON6902 overlay patch makes them: one renamed to what the
+/// runner reads (`replace /metadata/name`), one the runner reads only through a field the
+/// overlay adds (`add …/envFrom`). Both are the runner's, and the layer is dedicated.
+/// Needs the model to apply JSON6902 patches that rename objects or add fields (issue 22,
+/// item 8: patch modelling); until then both Secrets look foreign and the layer is reported.
+#[test]
+#[ignore = "needs JSON6902 patches applied in the model (issue 22 item 8)"]
+fn secrets_an_overlay_renames_or_adds_for_the_runner_are_its_own() {
+    let repo = Repo2::new();
+    repo.layer("runners", "./runners/prod", "  wait: true\n")
+        .write(
+            "runners/base/kustomization.yaml",
+            "resources:\n  - runner.yaml\n  - token.yaml\n",
+        )
+        .write(
+            "runners/base/runner.yaml",
+            deployment("runner", "code.forgejo.org/forgejo/runner:9", "").replace(
+                "          image: code.forgejo.org/forgejo/runner:9\n",
+                "          image: code.forgejo.org/forgejo/runner:9\n          env:\n            - name: TOKEN\n              valueFrom: {secretKeyRef: {name: runner-token, key: token}}\n",
+            ),
+        )
+        .write(
+            "runners/base/token.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token-template\nstringData:\n  token: x\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: runner-cache\nstringData:\n  url: s3://cache\n",
+        )
+        .write(
+            "runners/prod/kustomization.yaml",
+            "resources:\n  - ../base\npatches:\n  - target: {kind: Secret, name: token-template}\n    patch: |\n      - op: replace\n        path: /metadata/name\n        value: runner-token\n  - target: {kind: Deployment, name: runner}\n    patch: |\n      - op: add\n        path: /spec/template/spec/containers/0/envFrom\n        value: [{secretRef: {name: runner-cache}}]\n",
+        );
+    assert_eq!(repo.check()["findings"], serde_json::json!([]));
 }

@@ -300,6 +300,8 @@ impl Catalogue {
             ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
             | ("batch", "Job") => &["spec", "template", "spec"],
             ("batch", "CronJob") => &["spec", "jobTemplate", "spec", "template", "spec"],
+            // KEDA runs one Job per queued CI job.
+            ("keda.sh", "ScaledJob") => &["spec", "jobTargetRef", "template", "spec"],
             _ => return None,
         };
         let spec = yaml.lookup(obj.root, pod_spec)?;
@@ -887,6 +889,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
                     let users = self.referrers(layer.cluster, r);
                     (named_like || !users.is_empty())
                         && users.iter().all(|e| here(e) && b.moved.contains(&e.object))
+                } else if namespace_wide_policy(model, r) {
+                    // It serves every pod of its namespace: the runners', when they are all the
+                    // namespace holds.
+                    self.holds_only_runners(layer.cluster, ns_of(r), |e| {
+                        here(e) && b.moved.contains(&e.object)
+                    })
                 } else if is_rbac(r, &["Role", "ClusterRole"]) {
                     let bindings: Vec<Entry> = self
                         .referrers(layer.cluster, r)
@@ -910,26 +918,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
             }
         }
         for r in inventory {
-            if !(r.key.kind == "Namespace" && r.key.api_version == "v1") {
-                continue;
-            }
-            let mut any = false;
-            let mut only_ours = true;
-            let cluster = self.cluster(layer.cluster);
-            for e in cluster.entries.iter().copied() {
-                let other = self.rendered(&e);
-                if other.key.namespace.as_deref() != Some(r.key.name.as_str()) {
-                    continue;
-                }
-                any = true;
-                let ours = (here(&e) && b.moved.contains(&e.object))
-                    || self.disposable(e.object).is_some();
-                if !ours {
-                    only_ours = false;
-                    break;
-                }
-            }
-            if any && only_ours {
+            if r.key.kind == "Namespace"
+                && r.key.api_version == "v1"
+                && self.holds_only_runners(layer.cluster, &r.key.name, |e| {
+                    here(e) && b.moved.contains(&e.object)
+                })
+            {
                 b.own_namespaces.insert(r.object);
             }
         }
@@ -944,6 +938,31 @@ impl<'m, 'r> Analysis<'m, 'r> {
             .map(|(i, _)| i)
             .collect();
         b
+    }
+
+    /// Whether the live layers of the cluster apply runners in namespace `ns` and, namespace-wide
+    /// policies aside, nothing else: everything there is disposable or `ours` (what moves with
+    /// them).
+    fn holds_only_runners(
+        &mut self,
+        cluster: usize,
+        ns: &str,
+        ours: impl Fn(&Entry) -> bool,
+    ) -> bool {
+        let model = self.model;
+        let c = self.cluster(cluster);
+        let mut runners = false;
+        for e in c.entries.iter().copied() {
+            let other = self.rendered(&e);
+            if other.key.namespace.as_deref() != Some(ns) || namespace_wide_policy(model, other) {
+                continue;
+            }
+            if !(ours(&e) || self.disposable(e.object).is_some()) {
+                return false;
+            }
+            runners = true;
+        }
+        runners
     }
 
     /// A (Cluster)RoleBinding whose subjects are all ServiceAccounts that move, or that a moved
@@ -1202,6 +1221,30 @@ impl<'m, 'r> Analysis<'m, 'r> {
         }
         out
     }
+}
+
+/// A network policy for every pod of its namespace: a NetworkPolicy whose `podSelector` is
+/// empty, a CiliumNetworkPolicy whose `endpointSelector` is.
+fn namespace_wide_policy(model: &Model, r: &Rendered) -> bool {
+    let selector: &[&str] = match (r.key.group(), r.key.kind.as_str()) {
+        ("networking.k8s.io", "NetworkPolicy") => &["spec", "podSelector"],
+        ("cilium.io", "CiliumNetworkPolicy") => &["spec", "endpointSelector"],
+        _ => return false,
+    };
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    yaml.lookup(obj.root, selector)
+        .and_then(|n| yaml.value(n).ok())
+        .is_some_and(|v| match v {
+            Value::Map(entries) => entries.iter().all(|(_, v)| match v {
+                Value::Map(m) => m.is_empty(),
+                Value::Seq(s) => s.is_empty(),
+                Value::Null => true,
+                _ => false,
+            }),
+            Value::Null => true,
+            _ => false,
+        })
 }
 
 /// A Flux chart source (what a HelmRelease's `chartRef` or `chart.spec.sourceRef` names).

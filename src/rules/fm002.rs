@@ -35,9 +35,13 @@ static META: RuleMeta = RuleMeta {
 
 const TRADEOFF: &str = "Runner changes now wait on their own layer's ordering (after the old \
 layer when they need its objects); a red runners layer is the new, precise signal of a broken \
-runner, and the old layer reports only its own objects again. Runner pods restart once when \
-their workload moves between layers; what they use is protected from the old layer's prune \
-first (in two phases) when that layer prunes.";
+runner, and the old layer reports only its own objects again. On the cluster (kustomize-controller \
+reconciles dependsOn, then apply, prune, health): the old layer applies what stays and prunes \
+only what left it unprotected, the runner workloads, whose pods restart once when the new layer \
+applies them again; when the old layer prunes, what they use is protected first (phase 1 only \
+adds kustomize.toolkit.fluxcd.io/prune: disabled). The new layer, applied by the old one's parent, \
+waits for it when it needs its objects, then applies the moved objects as its own and checks their \
+health.";
 
 impl Rule for DisposableWorkloadInGatedLayer {
     fn meta(&self) -> &'static RuleMeta {
@@ -139,6 +143,13 @@ fn plan_drop_edges(an: &mut Analysis, layer_id: LayerId) -> Result<Fix, String> 
         "{} holds only disposable workloads and what they use, so there is nothing to split out",
         layer.id
     );
+    if layer.variants.len() > 1 {
+        return Err(format!(
+            "{only}; its path `{}` stands for {} folders (placeholders), and fluxmend decides a dependsOn edge for a layer of one folder only",
+            layer.path,
+            layer.variants.len()
+        ));
+    }
     let mut uses = Vec::new();
     for d in model.dependents(layer_id) {
         if !model.layer(d).live {

@@ -236,7 +236,8 @@ pub(super) fn modelines(yaml: &YamlFile, doc: usize) -> Vec<String> {
 
 /// Register new layers (name, document) beside the old one, in the same style: new documents
 /// right after the old layer's in a multi-document file; otherwise one new file each beside the
-/// old file, listed after it in the same kustomization (when the folder has one).
+/// old file, listed after it by every kustomization that lists the old file (none when a
+/// generated kustomization picks up the folder).
 pub(super) fn register(
     model: &Model,
     layer: &Layer,
@@ -299,41 +300,53 @@ pub(super) fn register(
         );
         new_bases.push(new_base);
     }
-    if let Some(k) = model.kustomize_dirs.get(dir) {
-        let kfile = model.repo.file(k.file);
-        let entry = k
-            .resources
-            .iter()
-            .find(|r| r.target == RefTarget::File(file.path.clone()))
-            .ok_or_else(|| {
-                format!(
-                    "{} does not list {} in resources; cannot register the new layer beside it",
-                    kfile.path, base
-                )
-            })?;
-        let list = resources_list(model, k.file, entry.item).ok_or("resources list not found")?;
+    // Every kustomization that lists the old file — its own folder's, or one above that names it
+    // by a longer path (`./forgejo/ks.yaml`) — lists the new ones right after it, in the same
+    // style: the parent that applies the old layer applies the new one.
+    let mut listers: Vec<(FileId, NodeId, &str)> = model
+        .kustomize_dirs
+        .values()
+        .flat_map(|k| {
+            k.resources
+                .iter()
+                .filter(|r| r.target == RefTarget::File(file.path.clone()))
+                .map(move |r| (k.file, r.item, r.text.as_str()))
+        })
+        .collect();
+    listers.sort_unstable();
+    if listers.is_empty()
+        && let Some(k) = model.kustomize_dirs.get(dir)
+    {
+        return Err(format!(
+            "{} does not list {} in resources; cannot register the new layer beside it",
+            model.repo.file(k.file).path,
+            base
+        ));
+    }
+    for (kfile, item, entry) in listers {
+        let kf = model.repo.file(kfile);
+        let list = resources_list(model, kfile, item).ok_or("resources list not found")?;
         let mut insert: Option<TextEdit> = None;
         for new_base in &new_bases {
-            let e = edit::insert_item(
-                &kfile.yaml,
-                list,
-                Some(entry.item),
-                &edit::scalar_text(new_base),
-            )
-            .map_err(|e| e.to_string())?;
+            let text = match entry.rsplit_once('/') {
+                Some((head, _)) => format!("{head}/{new_base}"),
+                None => new_base.clone(),
+            };
+            let e = edit::insert_item(&kf.yaml, list, Some(item), &edit::scalar_text(&text))
+                .map_err(|e| e.to_string())?;
             match &mut insert {
                 Some(acc) => acc.text.push_str(e.text.trim_start_matches(['\r', '\n'])),
                 None => insert = Some(e),
             }
         }
         if matches!(
-            changes.files.get(&kfile.path),
+            changes.files.get(&kf.path),
             Some(FileOp::Create(_) | FileOp::Delete)
         ) {
-            return Err(format!("{} is already replaced by this fix", kfile.path));
+            return Err(format!("{} is already replaced by this fix", kf.path));
         }
         if let Some(e) = insert {
-            changes.edit(&kfile.path, e);
+            changes.edit(&kf.path, e);
         }
     }
     Ok(())
