@@ -889,3 +889,108 @@ fn every_healthy_fixture_checks_clean() {
     }
     assert!(seen >= 2, "the healthy fixtures");
 }
+
+/// A directory of transformer configurations (`transformers: [./transformers]`, whose
+/// kustomization sets their namespace) is modelled: each app folder's placeholder Namespace is
+/// renamed to the folder's namespace, so two folders no longer collide, and a
+/// NamespaceTransformer fieldSpec on `spec/targetNamespace` sets the child layer's target
+/// namespace (its HelmRelease lands there, and FM005 finds the healthChecks entry applied).
+#[test]
+fn a_directory_of_transformer_configurations_is_modelled() {
+    let repo = TempRepo::flux_layout();
+    let app = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n  - ks.yaml\ntransformers:\n  - ./transformers\n";
+    let transformers = |ns: &str| {
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {ns}\nresources:\n  - ../../shared-transformers\n"
+        )
+    };
+    let layer = |name: &str| {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\nspec:\n  interval: 1h\n  path: ./apps/{name}/release\n  prune: true\n  wait: true\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      name: {name}\n      namespace: {name}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
+        )
+    };
+    let release = |name: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: {name}\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n        namespace: flux-system\n"
+        )
+    };
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - media\n  - backup\n",
+    )
+    .write(
+        "apps/shared-transformers/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n",
+    )
+    .write(
+        "apps/shared-transformers/namespace.yaml",
+        "apiVersion: builtin\nkind: NamespaceTransformer\nmetadata:\n  name: app-namespace\n  namespace: unset\nunsetOnly: false\nfieldSpecs:\n  - path: metadata/name\n    kind: Namespace\n    create: true\n  - path: spec/targetNamespace\n    group: kustomize.toolkit.fluxcd.io\n    kind: Kustomization\n    create: true\n",
+    );
+    for name in ["media", "backup"] {
+        repo.write(&format!("apps/{name}/kustomization.yaml"), app)
+            .write(
+                &format!("apps/{name}/namespace.yaml"),
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: placeholder\n",
+            )
+            .write(&format!("apps/{name}/ks.yaml"), layer(name))
+            .write(&format!("apps/{name}/transformers/kustomization.yaml"), transformers(name))
+            .write(&format!("apps/{name}/release/release.yaml"), release(name));
+    }
+    let (run, report) = repo.check_json(&[]);
+    assert!(
+        diagnostics(&report)
+            .iter()
+            .all(|d| d["severity"] == "note"),
+        "{report:#}"
+    );
+    let graph = repo.graph_json();
+    let media = layer_inventory(&graph, "media", "media");
+    assert!(
+        media.contains(&("HelmRelease".into(), "media".into(), "media".into())),
+        "{media:?}"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .filter(|f| f["rule"] == "FM005")
+            .all(|f| f["severity"] == "note"),
+        "{findings:#?}"
+    );
+    assert_eq!(run.code, 0, "{report:#}");
+}
+
+fn layer_inventory(graph: &serde_json::Value, namespace: &str, name: &str) -> Vec<(String, String, String)> {
+    inventory(layer(graph, namespace, name))
+}
+
+/// Inside a layer the model marks "not fully modelled", an identity conflict (two objects with
+/// one name) is a note: the transformer it cannot follow may rename one of them.
+#[test]
+fn an_identity_conflict_in_a_layer_not_fully_modelled_is_a_note() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - copy.yaml\ntransformers:\n  - rename.yaml\n",
+    )
+    .write(
+        "apps/copy.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hi\n",
+    )
+    .write(
+        "apps/rename.yaml",
+        "apiVersion: example.com/v1\nkind: RenameByAnnotation\nmetadata:\n  name: rename\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    let d = assert_diagnostic(
+        &report,
+        "clusters/prod/apps.yaml",
+        "ConfigMap/demo/settings is rendered twice",
+        "note",
+    );
+    assert!(
+        d["message"].as_str().unwrap().contains("not fully modelled"),
+        "{d:#}"
+    );
+    assert_eq!(run.code, 0, "{report:#}");
+}

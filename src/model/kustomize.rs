@@ -731,6 +731,15 @@ fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Resu
     Ok(())
 }
 
+/// The words of [`check_unique`]'s error.
+const RENDERED_TWICE: &str = "is rendered twice";
+
+/// Whether a build error is [`check_unique`]'s: a claim about identities, which transformers
+/// the model does not follow may change.
+pub fn is_identity_conflict(error: &str) -> bool {
+    error.contains(RENDERED_TWICE)
+}
+
 /// kustomize refuses two resources with one identity.
 pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
     let mut seen = HashSet::default();
@@ -740,7 +749,7 @@ pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
         if !seen.insert((&o.key.kind, o.key.group(), ns, &o.key.name)) {
             let obj = model.object(o.object);
             return Err(format!(
-                "{} is rendered twice (again from {}:{})",
+                "{} {RENDERED_TWICE} (again from {}:{})",
                 o.key,
                 model.repo.file(obj.file).path,
                 obj.line

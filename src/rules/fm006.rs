@@ -80,7 +80,7 @@ impl Defect {
             ),
             Defect::SelectsNothing(target) => format!(
                 "the patch's target {target} selects no object when flux-operator applies it \
-                 (FM004): the root source is not verified, though the repository says it is"
+                 (FM004): the root source runs without the verification the repository shows"
             ),
         }
     }
