@@ -904,7 +904,7 @@ fn a_directory_of_transformer_configurations_is_modelled() {
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {ns}\nresources:\n  - ../../shared-transformers\n"
         )
     };
-    let layer = |name: &str| {
+    let child_layer = |name: &str| {
         format!(
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\nspec:\n  interval: 1h\n  path: ./apps/{name}/release\n  prune: true\n  wait: true\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      name: {name}\n      namespace: {name}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
         )
@@ -932,7 +932,7 @@ fn a_directory_of_transformer_configurations_is_modelled() {
                 &format!("apps/{name}/namespace.yaml"),
                 "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: placeholder\n",
             )
-            .write(&format!("apps/{name}/ks.yaml"), layer(name))
+            .write(&format!("apps/{name}/ks.yaml"), child_layer(name))
             .write(&format!("apps/{name}/transformers/kustomization.yaml"), transformers(name))
             .write(&format!("apps/{name}/release/release.yaml"), release(name));
     }
@@ -944,7 +944,7 @@ fn a_directory_of_transformer_configurations_is_modelled() {
         "{report:#}"
     );
     let graph = repo.graph_json();
-    let media = layer_inventory(&graph, "media", "media");
+    let media = inventory(layer(&graph, "media", "media"));
     assert!(
         media.contains(&("HelmRelease".into(), "media".into(), "media".into())),
         "{media:?}"
@@ -958,10 +958,6 @@ fn a_directory_of_transformer_configurations_is_modelled() {
         "{findings:#?}"
     );
     assert_eq!(run.code, 0, "{report:#}");
-}
-
-fn layer_inventory(graph: &serde_json::Value, namespace: &str, name: &str) -> Vec<(String, String, String)> {
-    inventory(layer(graph, namespace, name))
 }
 
 /// Inside a layer the model marks "not fully modelled", an identity conflict (two objects with
@@ -993,4 +989,54 @@ fn an_identity_conflict_in_a_layer_not_fully_modelled_is_a_note() {
         "{d:#}"
     );
     assert_eq!(run.code, 0, "{report:#}");
+}
+
+/// A HelmRelease written without its chart, which a JSON6902 patch of the kustomization adds
+/// (`chartRef`): Flux applies it complete, so no "missing required field" warning.
+#[test]
+fn a_field_a_patch_adds_is_not_missing() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/release.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: demo\nspec:\n  interval: 1h\n",
+    )
+    .write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - release.yaml\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |\n      - op: add\n        path: /spec/chartRef\n        value:\n          kind: OCIRepository\n          name: app-template\n          namespace: flux-system\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    assert_eq!(run.code, 0, "{report:#}");
+    // Without the patch the warning stands.
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - release.yaml\n",
+    );
+    let (_, report) = repo.check_json(&[]);
+    assert_diagnostic(
+        &report,
+        "apps/release.yaml",
+        "missing required field spec.chart or spec.chartRef",
+        "warning",
+    );
+}
+
+/// A Flux Kustomization's `spec.patches` that rename act like the kustomization's own (Flux
+/// appends them to it): the layer applies the renamed object.
+#[test]
+fn a_layer_patch_that_renames_is_applied_to_the_inventory() {
+    let repo = TempRepo::flux_layout();
+    let text = repo.read("clusters/prod/apps.yaml")
+        + "  patches:\n    - target:\n        kind: ConfigMap\n        name: settings\n      patch: |\n        - op: replace\n          path: /metadata/name\n          value: web-settings\n";
+    repo.write("clusters/prod/apps.yaml", text);
+    let graph = repo.graph_json();
+    let objects = inventory(layer(&graph, "flux-system", "apps"));
+    assert!(
+        objects.contains(&("ConfigMap".into(), "demo".into(), "web-settings".into())),
+        "{objects:?}"
+    );
+    assert!(
+        !objects.contains(&("ConfigMap".into(), "demo".into(), "settings".into())),
+        "{objects:?}"
+    );
 }

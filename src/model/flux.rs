@@ -1120,6 +1120,10 @@ impl Builder<'_, '_> {
                 .and_then(|n| yaml.scalar(n))
                 .map(str::to_string)
         };
+        // Its spec.patches join the kustomization's patches (fluxcd/pkg kustomize_generator.go):
+        // those that rename act before targetNamespace and the name prefixes.
+        let patches = model.layer_patches(layer);
+        super::kustomize::apply_renames(model, &patches.iter().collect::<Vec<_>>(), inventory);
         // As the layer holds it: a transformer of its parent's build may have set it.
         let target_namespace = layer.target_namespace.clone();
         let prefix = scalar("namePrefix").unwrap_or_default();
