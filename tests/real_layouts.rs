@@ -1040,3 +1040,38 @@ fn a_layer_patch_that_renames_is_applied_to_the_inventory() {
         "{objects:?}"
     );
 }
+
+/// `check kubernetes` inside a git work tree whose GitRepository paths are written from the top
+/// level (`./kubernetes/apps`): the layers resolve from the top level, as Flux and flux-local
+/// do, and PATH narrows the report (paths relative to PATH, nothing from outside it).
+#[test]
+fn a_path_below_the_work_tree_resolves_layers_from_the_top_level() {
+    let repo = TempRepo::empty();
+    repo.write(
+        "kubernetes/flux/gotk-sync.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m\n  ref:\n    branch: main\n  url: https://git.example.com/lab/home.git\n---\n\
+         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./kubernetes/flux\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write(
+        "kubernetes/flux/apps.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./kubernetes/apps\n  prune: true\n  wait: true\n  healthChecks:\n    - apiVersion: v1\n      kind: ConfigMap\n      name: settings\n      namespace: lab\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write(
+        "kubernetes/apps/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: lab\ndata:\n  a: b\n",
+    )
+    .write("talos/machine.yaml", "machine: [unclosed\n");
+    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
+    git(repo.path(), &[&as_tester[..], &["commit", "-qm", "init"]].concat());
+    let path = repo.path().join("kubernetes");
+    let run = fluxmend(command_args("check", &path, &["--format", "json"]));
+    let report = run.json();
+    assert_eq!(report["summary"]["live_layers"], 2, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["file"], "flux/apps.yaml", "relative to PATH");
+    assert_eq!(run.code, 0, "{report:#}");
+}
