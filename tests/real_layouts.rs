@@ -1075,3 +1075,25 @@ fn a_path_below_the_work_tree_resolves_layers_from_the_top_level() {
     assert_eq!(findings[0]["file"], "flux/apps.yaml", "relative to PATH");
     assert_eq!(run.code, 0, "{report:#}");
 }
+
+/// A FluxInstance a layer applies to another cluster (`spec.kubeConfig`) owns that cluster's
+/// root source: FM001 still reports the health gate, but no self-lock of this cluster, and
+/// FM006 sees no trust loop through this cluster's source of the same name.
+#[test]
+fn an_instance_applied_to_another_cluster_is_no_self_lock_here() {
+    let repo = TempRepo::with_flux_instance();
+    let apps = repo.read("clusters/prod/apps.yaml")
+        + "  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n";
+    repo.write("clusters/prod/apps.yaml", apps).write(
+        "apps/flux.yaml",
+        FLUX_INSTANCE.to_string()
+            + "  kustomize:\n    patches:\n      - target:\n          kind: GitRepository\n        patch: |\n          - op: add\n            path: /spec/verify\n            value:\n              mode: HEAD\n              secretRef:\n                name: pgp-keys\n",
+    );
+    let (_, findings) = rule_findings(repo.path(), "FM001");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(!message.contains("self-lock"), "{message}");
+    assert!(message.contains("kubeConfig reaches"), "{message}");
+    let (_, findings) = rule_findings(repo.path(), "FM006");
+    assert!(findings.is_empty(), "{findings:#?}");
+}

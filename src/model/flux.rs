@@ -184,6 +184,9 @@ pub struct Layer {
     pub suspend: bool,
     pub prune: bool,
     pub post_build: bool,
+    /// Applies to another cluster: its `spec.kubeConfig` (or a parent's) names one. Its objects
+    /// live there, so they never lock this cluster's delivery.
+    pub remote: bool,
 }
 
 impl Layer {
@@ -451,6 +454,7 @@ fn layer_from_object(
         suspend: bool_at("suspend").unwrap_or(false),
         prune: bool_at("prune").unwrap_or(false),
         post_build: at(&["postBuild"]).is_some(),
+        remote: at(&["kubeConfig"]).is_some(),
     }
 }
 
@@ -486,6 +490,7 @@ fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
         suspend: false,
         prune: true,
         post_build: false,
+        remote: false,
     }
 }
 
@@ -1167,6 +1172,8 @@ impl Builder<'_, '_> {
                 if target_namespace.is_some() {
                     child.target_namespace = target_namespace;
                 }
+                // A Flux Kustomization applied to another cluster is reconciled there.
+                child.remote |= self.layers[id].remote;
                 // The bootstrap Kustomization applies itself; a FluxInstance's root is the same layer.
                 if self.root_ids.contains(&(cluster, child.id.clone())) {
                     self.reached.insert(obj);

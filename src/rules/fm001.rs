@@ -167,7 +167,9 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         .filter(|o| o.object != r.object && layer.gates(&o.key))
         .count();
     let source = model.instance_source(r.object);
-    let reads_own_source = source.as_ref().is_some_and(|s| {
+    // An instance applied to another cluster (kubeConfig) owns that cluster's root source: a
+    // bad change there never stops this cluster's delivery.
+    let reads_own_source = !layer.remote && source.as_ref().is_some_and(|s| {
         *s == layer.source
             || model
                 .dependencies(layer_id)
@@ -196,6 +198,12 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
     }
     if let Some(s) = &source {
         message.push_str(&format!(", which owns the root source {s}"));
+        if layer.remote {
+            message.push_str(
+                " of the cluster the layer's kubeConfig reaches (not this one, whose delivery it \
+                 cannot lock)",
+            );
+        }
         if reads_own_source {
             message.push_str(" that this chain reads: a bad instance change freezes delivery and the corrective commit cannot arrive (self-lock)");
         }
