@@ -632,13 +632,96 @@ fn findings_and_diagnostics(
     )
 }
 
+/// The top level of the git work tree PATH lies below, and PATH relative to it, when this
+/// repository's layers are written from there: a Flux Kustomization reading a GitRepository
+/// whose `spec.path` starts with PATH's own place (`./kubernetes/apps` under PATH `kubernetes`)
+/// and does not exist below PATH. Flux (and flux-local) resolve such paths from the top level.
+/// Not with `--source-root`/`--source`, whose directories are given relative to PATH.
+fn work_tree_top(args: &RepoArgs, repo: &Repo, config: &Config) -> Option<(PathBuf, String)> {
+    if args.source_root.is_some() || !args.sources.is_empty() || config.source_root.is_some() {
+        return None;
+    }
+    let prefix = fluxmend::emit::apply::work_tree_prefix(&repo.root).filter(|p| !p.is_empty())?;
+    let written_from_top = repo.files.iter().any(|file| {
+        let yaml = &file.yaml;
+        yaml.docs.iter().any(|doc| {
+            let text = |keys: &[&str]| yaml.lookup(doc.root, keys).and_then(|n| yaml.scalar(n));
+            let path = text(&["spec", "path"])
+                .and_then(fluxmend::model::normalize)
+                .unwrap_or_default();
+            text(&["kind"]) == Some("Kustomization")
+                && text(&["apiVersion"]).is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"))
+                && text(&["spec", "sourceRef", "kind"]).is_none_or(|k| k == "GitRepository")
+                && (path == prefix || path.starts_with(&format!("{prefix}/")))
+                && !repo.is_dir(&path)
+        })
+    });
+    if !written_from_top {
+        return None;
+    }
+    let root = repo.root.canonicalize().ok()?;
+    let top = root.ancestors().nth(prefix.split('/').count())?.to_path_buf();
+    Some((top, prefix))
+}
+
+/// Keep what lies below `prefix/` (PATH within the work tree; a diagnostic about no file stays),
+/// and with `strip`, write its paths relative to PATH.
+fn below_path(
+    prefix: &str,
+    strip: bool,
+    findings: &mut Vec<fluxmend::rules::Finding>,
+    suppressed: &mut Vec<fluxmend::rules::suppress::Suppressed>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let dir = format!("{prefix}/");
+    let relative = |path: &mut String| {
+        if strip {
+            *path = path[dir.len()..].to_string();
+        }
+    };
+    findings.retain(|f| f.file.starts_with(&dir));
+    findings.iter_mut().for_each(|f| relative(&mut f.file));
+    suppressed.retain(|s| s.finding.file.starts_with(&dir));
+    suppressed.iter_mut().for_each(|s| relative(&mut s.finding.file));
+    diagnostics.retain(|d| d.file.is_empty() || d.file.starts_with(&dir));
+    diagnostics
+        .iter_mut()
+        .filter(|d| !d.file.is_empty())
+        .for_each(|d| relative(&mut d.file));
+}
+
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let (repo, options, config) = load(&args.repo)?;
     let exclude = config.exclude.clone();
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
+    let path_root = repo.root.clone();
+    // PATH below a work tree's top level that the layers are written from: model from there,
+    // report what lies below PATH.
+    let (repo, below) = match work_tree_top(&args.repo, &repo, &config) {
+        Some((top, prefix)) => {
+            let exclude: Vec<String> = config
+                .exclude
+                .iter()
+                .map(|p| match p.strip_prefix('/') {
+                    Some(anchored) => format!("/{prefix}/{anchored}"),
+                    None => p.clone(),
+                })
+                .collect();
+            (
+                Repo::load_excluding(&top, &exclude).map_err(usage)?,
+                Some(prefix),
+            )
+        }
+        None => (repo, None),
+    };
     let model = build_model(&repo, &options)?;
-    let (findings, suppressed, diagnostics) =
+    let (mut findings, mut suppressed, mut diagnostics) =
         findings_and_diagnostics(&model, &rules, Default::default(), config);
+    if let Some(prefix) = &below {
+        // SARIF and annotations write paths from the top level, which is now the root.
+        let strip = matches!(args.format, CheckFormat::Text | CheckFormat::Json);
+        below_path(prefix, strip, &mut findings, &mut suppressed, &mut diagnostics);
+    }
     let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
     let threshold = if args.exit_zero {
         None
@@ -656,7 +739,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                 &findings,
                 &diagnostics,
                 &summary,
-                &report::path_base(&repo.root),
+                &report::path_base(&path_root),
                 args.output.shown(threshold),
             ),
             CheckFormat::Json => report::check_json(&findings, &suppressed, &diagnostics, &summary),

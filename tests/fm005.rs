@@ -205,7 +205,6 @@ fn severity_follows_what_the_list_loses() {
             ("storage", "warning"),
             ("database", "warning"),
             ("rook", "warning"),
-            ("mesh", "note"),
         ],
         "{findings:#?}"
     );
@@ -222,8 +221,28 @@ fn severity_follows_what_the_list_loses() {
     assert!(message("database").contains("applied by flux-system/database-cluster"));
     assert!(message("database").contains("a fresh cluster would deadlock"));
     assert!(message("rook").contains("nothing in this repository applies HelmRelease/rook-ceph/rook-ceph-operator"));
-    assert!(message("mesh").contains("makes no claim"));
-    assert!(!message("mesh").contains("not applied"));
+}
+
+/// No "not applied" claim where the build is not fully known: an entry a remote resource may
+/// hold is neither dangling nor another layer's (a note that says so).
+#[test]
+fn no_claim_about_an_entry_a_remote_resource_may_hold() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - https://github.com/example-org/mesh/releases/download/v2.14.0/control-plane.yaml\n",
+    );
+    let layer = repo.read("clusters/prod/apps.yaml").replace(
+        "spec:\n",
+        "spec:\n  healthChecks:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: linkerd-destination\n      namespace: linkerd\n",
+    );
+    repo.write("clusters/prod/apps.yaml", layer);
+    let (_, findings) = rule_findings(repo.path(), "FM005");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert_eq!(findings[0]["severity"], "note", "{message}");
+    assert!(message.contains("makes no claim"), "{message}");
+    assert!(!message.contains("nothing in this repository applies"), "{message}");
 }
 
 /// `--strategy health-checks` refuses a gate that cannot pass: an entry only a dependent layer
@@ -256,7 +275,7 @@ fn the_health_checks_strategy_refuses_a_gate_that_cannot_pass() {
     assert!(none && why.contains("a fresh cluster would deadlock"), "{why}");
     let (none, why) = reason("rook");
     assert!(none && why.contains("never become Ready"), "{why}");
-    for layer in ["crds", "storage", "mesh"] {
+    for layer in ["crds", "storage"] {
         assert!(!reason(layer).0, "{layer}: {report:#}");
     }
 }

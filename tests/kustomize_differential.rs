@@ -510,7 +510,8 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
 /// The builtin transformers of `transformers:` (config files and inline documents, in a
 /// kustomization and in a component) render like kubectl: NamespaceTransformer (fieldSpecs,
 /// `unsetOnly`), PrefixSuffixTransformer (fieldSpecs by kind, generated names keep their hash
-/// last), LabelTransformer and AnnotationsTransformer, PatchTransformer, ReplacementTransformer.
+/// last), LabelTransformer and AnnotationsTransformer, PatchTransformer, ReplacementTransformer;
+/// and a directory of configurations whose kustomization sets their namespace.
 #[test]
 fn builtin_transformers_render_like_kubectl() {
     assert_kubectl_installed();
@@ -522,6 +523,7 @@ fn builtin_transformers_render_like_kubectl() {
         "replacement",
         "inline",
         "component",
+        "directory",
     ]
     .iter()
     .map(|d| format!("kustomize/transformers-{d}"))

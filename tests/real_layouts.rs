@@ -889,3 +889,211 @@ fn every_healthy_fixture_checks_clean() {
     }
     assert!(seen >= 2, "the healthy fixtures");
 }
+
+/// A directory of transformer configurations (`transformers: [./transformers]`, whose
+/// kustomization sets their namespace) is modelled: each app folder's placeholder Namespace is
+/// renamed to the folder's namespace, so two folders no longer collide, and a
+/// NamespaceTransformer fieldSpec on `spec/targetNamespace` sets the child layer's target
+/// namespace (its HelmRelease lands there, and FM005 finds the healthChecks entry applied).
+#[test]
+fn a_directory_of_transformer_configurations_is_modelled() {
+    let repo = TempRepo::flux_layout();
+    let app = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n  - ks.yaml\ntransformers:\n  - ./transformers\n";
+    let transformers = |ns: &str| {
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {ns}\nresources:\n  - ../../shared-transformers\n"
+        )
+    };
+    let child_layer = |name: &str| {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\nspec:\n  interval: 1h\n  path: ./apps/{name}/release\n  prune: true\n  wait: true\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      name: {name}\n      namespace: {name}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
+        )
+    };
+    let release = |name: &str| {
+        format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: {name}\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n        namespace: flux-system\n"
+        )
+    };
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - media\n  - backup\n",
+    )
+    .write(
+        "apps/shared-transformers/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n",
+    )
+    .write(
+        "apps/shared-transformers/namespace.yaml",
+        "apiVersion: builtin\nkind: NamespaceTransformer\nmetadata:\n  name: app-namespace\n  namespace: unset\nunsetOnly: false\nfieldSpecs:\n  - path: metadata/name\n    kind: Namespace\n    create: true\n  - path: spec/targetNamespace\n    group: kustomize.toolkit.fluxcd.io\n    kind: Kustomization\n    create: true\n",
+    );
+    for name in ["media", "backup"] {
+        repo.write(&format!("apps/{name}/kustomization.yaml"), app)
+            .write(
+                &format!("apps/{name}/namespace.yaml"),
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: placeholder\n",
+            )
+            .write(&format!("apps/{name}/ks.yaml"), child_layer(name))
+            .write(&format!("apps/{name}/transformers/kustomization.yaml"), transformers(name))
+            .write(&format!("apps/{name}/release/release.yaml"), release(name));
+    }
+    let (run, report) = repo.check_json(&[]);
+    assert!(
+        diagnostics(&report)
+            .iter()
+            .all(|d| d["severity"] == "note"),
+        "{report:#}"
+    );
+    let graph = repo.graph_json();
+    let media = inventory(layer(&graph, "media", "media"));
+    assert!(
+        media.contains(&("HelmRelease".into(), "media".into(), "media".into())),
+        "{media:?}"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .filter(|f| f["rule"] == "FM005")
+            .all(|f| f["severity"] == "note"),
+        "{findings:#?}"
+    );
+    assert_eq!(run.code, 0, "{report:#}");
+}
+
+/// Inside a layer the model marks "not fully modelled", an identity conflict (two objects with
+/// one name) is a note: the transformer it cannot follow may rename one of them.
+#[test]
+fn an_identity_conflict_in_a_layer_not_fully_modelled_is_a_note() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - copy.yaml\ntransformers:\n  - rename.yaml\n",
+    )
+    .write(
+        "apps/copy.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hi\n",
+    )
+    .write(
+        "apps/rename.yaml",
+        "apiVersion: example.com/v1\nkind: RenameByAnnotation\nmetadata:\n  name: rename\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    let d = assert_diagnostic(
+        &report,
+        "clusters/prod/apps.yaml",
+        "ConfigMap/demo/settings is rendered twice",
+        "note",
+    );
+    assert!(
+        d["message"].as_str().unwrap().contains("not fully modelled"),
+        "{d:#}"
+    );
+    assert_eq!(run.code, 0, "{report:#}");
+}
+
+/// A HelmRelease written without its chart, which a JSON6902 patch of the kustomization adds
+/// (`chartRef`): Flux applies it complete, so no "missing required field" warning.
+#[test]
+fn a_field_a_patch_adds_is_not_missing() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/release.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: demo\nspec:\n  interval: 1h\n",
+    )
+    .write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - release.yaml\npatches:\n  - target:\n      kind: HelmRelease\n    patch: |\n      - op: add\n        path: /spec/chartRef\n        value:\n          kind: OCIRepository\n          name: app-template\n          namespace: flux-system\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    assert_eq!(run.code, 0, "{report:#}");
+    // Without the patch the warning stands.
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\n  - release.yaml\n",
+    );
+    let (_, report) = repo.check_json(&[]);
+    assert_diagnostic(
+        &report,
+        "apps/release.yaml",
+        "missing required field spec.chart or spec.chartRef",
+        "warning",
+    );
+}
+
+/// A Flux Kustomization's `spec.patches` that rename act like the kustomization's own (Flux
+/// appends them to it): the layer applies the renamed object.
+#[test]
+fn a_layer_patch_that_renames_is_applied_to_the_inventory() {
+    let repo = TempRepo::flux_layout();
+    let text = repo.read("clusters/prod/apps.yaml")
+        + "  patches:\n    - target:\n        kind: ConfigMap\n        name: settings\n      patch: |\n        - op: replace\n          path: /metadata/name\n          value: web-settings\n";
+    repo.write("clusters/prod/apps.yaml", text);
+    let graph = repo.graph_json();
+    let objects = inventory(layer(&graph, "flux-system", "apps"));
+    assert!(
+        objects.contains(&("ConfigMap".into(), "demo".into(), "web-settings".into())),
+        "{objects:?}"
+    );
+    assert!(
+        !objects.contains(&("ConfigMap".into(), "demo".into(), "settings".into())),
+        "{objects:?}"
+    );
+}
+
+/// `check kubernetes` inside a git work tree whose GitRepository paths are written from the top
+/// level (`./kubernetes/apps`): the layers resolve from the top level, as Flux and flux-local
+/// do, and PATH narrows the report (paths relative to PATH, nothing from outside it).
+#[test]
+fn a_path_below_the_work_tree_resolves_layers_from_the_top_level() {
+    let repo = TempRepo::empty();
+    repo.write(
+        "kubernetes/flux/gotk-sync.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m\n  ref:\n    branch: main\n  url: https://git.example.com/lab/home.git\n---\n\
+         apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./kubernetes/flux\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write(
+        "kubernetes/flux/apps.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./kubernetes/apps\n  prune: true\n  wait: true\n  healthChecks:\n    - apiVersion: v1\n      kind: ConfigMap\n      name: settings\n      namespace: lab\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .write(
+        "kubernetes/apps/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: lab\ndata:\n  a: b\n",
+    )
+    .write("talos/machine.yaml", "machine: [unclosed\n");
+    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
+    git(repo.path(), &[&as_tester[..], &["commit", "-qm", "init"]].concat());
+    let path = repo.path().join("kubernetes");
+    let run = fluxmend(command_args("check", &path, &["--format", "json"]));
+    let report = run.json();
+    assert_eq!(report["summary"]["live_layers"], 2, "{report:#}");
+    assert!(diagnostics(&report).is_empty(), "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["file"], "flux/apps.yaml", "relative to PATH");
+    assert_eq!(run.code, 0, "{report:#}");
+}
+
+/// A FluxInstance a layer applies to another cluster (`spec.kubeConfig`) owns that cluster's
+/// root source: FM001 still reports the health gate, but no self-lock of this cluster, and
+/// FM006 sees no trust loop through this cluster's source of the same name.
+#[test]
+fn an_instance_applied_to_another_cluster_is_no_self_lock_here() {
+    let repo = TempRepo::with_flux_instance();
+    let apps = repo.read("clusters/prod/apps.yaml")
+        + "  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n";
+    repo.write("clusters/prod/apps.yaml", apps).write(
+        "apps/flux.yaml",
+        FLUX_INSTANCE.to_string()
+            + "  kustomize:\n    patches:\n      - target:\n          kind: GitRepository\n        patch: |\n          - op: add\n            path: /spec/verify\n            value:\n              mode: HEAD\n              secretRef:\n                name: pgp-keys\n",
+    );
+    let (_, findings) = rule_findings(repo.path(), "FM001");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(!message.contains("self-lock"), "{message}");
+    assert!(message.contains("kubeConfig reaches"), "{message}");
+    let (_, findings) = rule_findings(repo.path(), "FM006");
+    assert!(findings.is_empty(), "{findings:#?}");
+}

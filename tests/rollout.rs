@@ -333,3 +333,47 @@ fn an_unchanged_repository_deletes_nothing_and_changes_no_layer() {
         "{r:#?}"
     );
 }
+
+/// kustomize-controller's prune also excludes `ssa: Ignore` (since v1.1.0; `deleteObjects`),
+/// its value compared case-insensitively as fluxcd/pkg does; `ssa: IfNotPresent` is pruned.
+#[test]
+fn an_object_annotated_ssa_ignore_is_kept_and_if_not_present_is_not() {
+    for (value, kept) in [("Ignore", true), ("ignore", true), ("IfNotPresent", false)] {
+        let annotated = PROTECTED_CM.replace(
+            "kustomize.toolkit.fluxcd.io/prune: disabled",
+            &format!("kustomize.toolkit.fluxcd.io/ssa: {value}"),
+        );
+        let r = move_cfg(true, &annotated, &["a"], &[]);
+        assert_eq!(deletions(&r).is_empty(), kept, "{value}: {r:#?}");
+        assert_eq!(
+            outcome(&r, "a", "ConfigMap/default/cfg"),
+            if kept {
+                LeaveOutcome::Protected
+            } else {
+                LeaveOutcome::Deleted
+            },
+            "{value}"
+        );
+    }
+}
+
+/// A FluxInstance a layer applies to another cluster (`spec.kubeConfig`) is that cluster's
+/// Flux: deleting it uninstalls Flux there, not here (no self-lock of this cluster).
+#[test]
+fn deleting_another_clusters_flux_instance_is_no_uninstall_here() {
+    let instance = "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  distribution:\n    version: 2.x\n";
+    let remote = "  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n";
+    let before = world(&[Layer {
+        extra: remote,
+        ..layer("edge", true, &[("keep.yaml", KEEP), ("flux.yaml", instance)])
+    }]);
+    let after = world(&[Layer {
+        extra: remote,
+        ..layer("edge", true, &[("keep.yaml", KEEP)])
+    }]);
+    let r = play(&before, &after);
+    let d = deletions(&r);
+    assert_eq!(d.len(), 1, "{r:#?}");
+    assert_eq!(d[0].consequence, Consequence::Cascade);
+    assert!(d[0].effect.contains("not this one"), "{}", d[0].effect);
+}

@@ -124,6 +124,36 @@ fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]) -> Vec<St
     out
 }
 
+/// The [`UNMODELLED_FIELDS`] and unknown transformers of every kustomization a build of `dir`
+/// may read (resources and components, recursively): what a failed build, whose inventory is
+/// empty, may have depended on.
+fn unmodelled_below(model: &Model, dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::default();
+    let mut stack = vec![dir.to_string()];
+    while let Some(dir) = stack.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let Some(k) = model.kustomize_dirs.get(&dir) else {
+            continue;
+        };
+        let source = model.repo.file(k.file);
+        for field in UNMODELLED_FIELDS {
+            if source.yaml.lookup(k.root, &[field]).is_some() {
+                out.push(format!("`{field}` in {}", source.path));
+            }
+        }
+        out.extend(k.transformers.unknown.iter().cloned());
+        for r in k.resources.iter().chain(&k.components) {
+            if let RefTarget::Dir(d) = &r.target {
+                stack.push(d.clone());
+            }
+        }
+    }
+    out
+}
+
 /// A Flux Kustomization as a delivery layer.
 #[derive(Clone, Debug)]
 pub struct Layer {
@@ -154,6 +184,9 @@ pub struct Layer {
     pub suspend: bool,
     pub prune: bool,
     pub post_build: bool,
+    /// Applies to another cluster: its `spec.kubeConfig` (or a parent's) names one. Its objects
+    /// live there, so they never lock this cluster's delivery.
+    pub remote: bool,
 }
 
 impl Layer {
@@ -421,6 +454,7 @@ fn layer_from_object(
         suspend: bool_at("suspend").unwrap_or(false),
         prune: bool_at("prune").unwrap_or(false),
         post_build: at(&["postBuild"]).is_some(),
+        remote: at(&["kubeConfig"]).is_some(),
     }
 }
 
@@ -456,7 +490,33 @@ fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
         suspend: false,
         prune: true,
         post_build: false,
+        remote: false,
     }
+}
+
+/// The `spec.targetNamespace` the transformers on `r`'s way write into the Flux Kustomization
+/// it is (innermost kustomization first, each one's transformers in order: the last wins).
+fn transformed_target_namespace(model: &Model, r: &Rendered) -> Option<String> {
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let mut current = yaml
+        .lookup(obj.root, &["spec", "targetNamespace"])
+        .and_then(|n| yaml.scalar(n))
+        .map(str::to_string);
+    let mut changed = false;
+    for &file in r.chain.iter().rev() {
+        let dir = crate::load::parent_of(&model.repo.file(file).path);
+        let Some(k) = model.kustomize_dirs.get(dir).filter(|k| k.file == file) else {
+            continue;
+        };
+        for t in &k.transformers.identity {
+            if let Some(ns) = t.target_namespace(current.as_deref()) {
+                current = Some(ns);
+                changed = true;
+            }
+        }
+    }
+    current.filter(|_| changed)
 }
 
 /// Is a path segment a placeholder resolved outside Flux (`__PROVIDER__`, `${CLUSTER}`)?
@@ -841,8 +901,27 @@ impl Builder<'_, '_> {
             })
     }
 
-    /// Resolve a layer's variants and render them; returns the Flux Kustomizations it applies.
-    fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey)> {
+    /// What the parent's build does to this layer's Flux Kustomization that the model does not
+    /// follow: the unmodelled entries of the parent's variants that render it.
+    fn parent_unmodelled(&self, id: LayerId) -> Vec<String> {
+        let layer = &self.layers[id];
+        let (Some(parent), Some(object)) = (layer.applied_by, layer.object) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = self.layers[parent]
+            .variants
+            .iter()
+            .filter(|v| v.inventory.iter().any(|r| r.object == object))
+            .flat_map(|v| v.unmodelled.iter().cloned())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Resolve a layer's variants and render them; returns the Flux Kustomizations it applies,
+    /// with the `spec.targetNamespace` a transformer on the way writes into them.
+    fn resolve(&mut self, id: LayerId) -> Vec<(ObjectIdx, ObjectKey, Option<String>)> {
         let layer = self.layers[id].clone();
         let model = self.renderer.model;
         let file = layer
@@ -913,12 +992,26 @@ impl Builder<'_, '_> {
             );
         }
         if matches.is_empty() {
+            // A parent's transformers or replacements the model does not follow may rewrite the
+            // path (a `__PROVIDER__` placeholder, say): then it is a note.
+            let unsure = self.parent_unmodelled(id);
+            let (severity, why) = if unsure.is_empty() {
+                (Severity::Error, String::new())
+            } else {
+                (
+                    Severity::Note,
+                    format!(
+                        ", as written; not fully modelled: {} may rewrite it",
+                        unsure.join(", ")
+                    ),
+                )
+            };
             self.diagnostics.push(
                 Diagnostic::new(
-                    Severity::Error,
+                    severity,
                     &file_path,
                     format!(
-                        "{}: spec.path `{}` does not exist (source root {})",
+                        "{}: spec.path `{}` does not exist (source root {}){why}",
                         layer.id,
                         layer.path,
                         display_dir(&root)
@@ -939,24 +1032,45 @@ impl Builder<'_, '_> {
                 error = self.flux_overlays(&layer, &mut inventory).err();
             }
             if let Some(e) = &error {
-                self.diagnostics.push(
+                // Two objects with one identity is a claim about names, which transformers the
+                // model does not follow may change: a note there, not an error.
+                let unsure = if super::kustomize::is_identity_conflict(e) {
+                    let mut why = unmodelled_below(model, &dir);
+                    why.extend(self.parent_unmodelled(id));
+                    why
+                } else {
+                    Vec::new()
+                };
+                let diagnostic = if unsure.is_empty() {
                     Diagnostic::new(
                         Severity::Error,
                         &file_path,
                         format!("{} ({}): {e}", layer.id, display_dir(&dir)),
                     )
-                    .at(line, 1),
-                );
+                } else {
+                    Diagnostic::new(
+                        Severity::Note,
+                        &file_path,
+                        format!(
+                            "{} ({}): {e}, as far as fluxmend can tell; not fully modelled: {} \
+                             may rename or re-namespace, so Flux may build it",
+                            layer.id,
+                            display_dir(&dir),
+                            unsure.join(", ")
+                        ),
+                    )
+                };
+                self.diagnostics.push(diagnostic.at(line, 1));
             }
             for r in &inventory {
                 if is_flux_kustomization(model, r.object) {
-                    applied.push((r.object, r.key.clone()));
+                    applied.push((r.object, r.key.clone(), transformed_target_namespace(model, r)));
                 }
                 // flux-operator applies what a ResourceSet generates: its Flux Kustomizations
                 // are layers below the one that applies the ResourceSet.
                 for generated in generated_by_resource_set(model, r.object) {
                     if is_flux_kustomization(model, generated) {
-                        applied.push((generated, model.object(generated).key.clone()));
+                        applied.push((generated, model.object(generated).key.clone(), None));
                     }
                 }
             }
@@ -1007,7 +1121,12 @@ impl Builder<'_, '_> {
                 .and_then(|n| yaml.scalar(n))
                 .map(str::to_string)
         };
-        let target_namespace = scalar("targetNamespace");
+        // Its spec.patches join the kustomization's patches (fluxcd/pkg kustomize_generator.go):
+        // those that rename act before targetNamespace and the name prefixes.
+        let patches = model.layer_patches(layer);
+        super::kustomize::apply_renames(model, &patches.iter().collect::<Vec<_>>(), inventory);
+        // As the layer holds it: a transformer of its parent's build may have set it.
+        let target_namespace = layer.target_namespace.clone();
         let prefix = scalar("namePrefix").unwrap_or_default();
         let suffix = scalar("nameSuffix").unwrap_or_default();
         let t = Transform {
@@ -1043,9 +1162,14 @@ impl Builder<'_, '_> {
             }
             let live = self.layers[id].live;
             let cluster = self.layers[id].cluster;
-            for (obj, key) in self.resolve(id) {
+            for (obj, key, target_namespace) in self.resolve(id) {
                 let model = self.renderer.model;
                 let mut child = layer_from_object(model, obj, &key, cluster, Some(id));
+                if target_namespace.is_some() {
+                    child.target_namespace = target_namespace;
+                }
+                // A Flux Kustomization applied to another cluster is reconciled there.
+                child.remote |= self.layers[id].remote;
                 // The bootstrap Kustomization applies itself; a FluxInstance's root is the same layer.
                 if self.root_ids.contains(&(cluster, child.id.clone())) {
                     self.reached.insert(obj);

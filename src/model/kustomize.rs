@@ -205,9 +205,79 @@ pub struct PatchOnTheWay {
     pub body: String,
     /// Where the entry is written: the kustomization file and the entry's line.
     pub entry: (String, usize),
+    /// The kustomization field it is listed under (`patches`, `patchesStrategicMerge`,
+    /// `patchesJson6902`): kustomize runs the last after `namespace:` and the name prefixes.
+    pub field: &'static str,
+    /// `options.allowNameChange`: a strategic-merge patch may then rename its target.
+    pub allow_name_change: bool,
 }
 
 impl PatchOnTheWay {
+    /// Whether the patch may select `r` (whose content is `value`, written as `written`): see
+    /// [`PatchOnTheWay::selection`]; no selector (a body that does not parse) may.
+    pub fn may_select(&self, value: &crate::parse::Value, r: &Rendered, written: &ObjectKey) -> bool {
+        self.selection(value, r, written) != Some(super::patch::Selection::No)
+    }
+
+    /// Whether the patch selects `r` (whose content is `value`, written as `written`): by its
+    /// current or its written identity, as kustomize matches either, and by the labels and
+    /// annotations of its content. `None` without a selector (a body that does not parse).
+    pub fn selection(
+        &self,
+        value: &crate::parse::Value,
+        r: &Rendered,
+        written: &ObjectKey,
+    ) -> Option<super::patch::Selection> {
+        use super::patch::{Labels, Selection};
+        let selector = self.selector()?;
+        let metadata = |field: &str| -> Labels {
+            match value.path(&["metadata", field]) {
+                Some(crate::parse::Value::Map(entries)) => entries
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((k.as_str()?.to_string(), v.as_str().map(str::to_string)))
+                    })
+                    .collect(),
+                _ => Labels::new(),
+            }
+        };
+        let (labels, annotations) = (metadata("labels"), metadata("annotations"));
+        let each = [&r.key, written].map(|key| selector.selects(key, &labels, &annotations));
+        Some(if each.contains(&Selection::Yes) {
+            Selection::Yes
+        } else if each.contains(&Selection::Unknown) {
+            Selection::Unknown
+        } else {
+            Selection::No
+        })
+    }
+
+    /// The identity the patch gives an object it selects, if it renames: a JSON6902 `add` or
+    /// `replace` of `/metadata/name` or `/metadata/namespace` with a string, or a strategic-merge
+    /// patch allowed to change names that writes another `metadata.name`.
+    pub fn renames(&self) -> Option<(Option<String>, Option<String>)> {
+        use super::patch::PatchBody;
+        match PatchBody::parse(&self.body).ok()? {
+            PatchBody::Json6902(ops) => {
+                let (mut name, mut namespace) = (None, None);
+                for op in ops.iter().filter(|o| o.op == "add" || o.op == "replace") {
+                    let text = op.value.as_ref().and_then(|v| v.as_str()).map(str::to_string);
+                    match op.path.as_str() {
+                        "/metadata/name" => name = text.or(name),
+                        "/metadata/namespace" => namespace = text.or(namespace),
+                        _ => {}
+                    }
+                }
+                (name.is_some() || namespace.is_some()).then_some((name, namespace))
+            }
+            PatchBody::StrategicMerge(v) if self.allow_name_change && self.target.is_some() => {
+                let name = v.str_at(&["metadata", "name"])?.to_string();
+                Some((Some(name), None))
+            }
+            PatchBody::StrategicMerge(_) => None,
+        }
+    }
+
     /// The selector of the objects it patches: its `target`, or the object a strategic-merge
     /// patch names itself; `None` when the body does not parse.
     pub fn selector(&self) -> Option<super::patch::Selector> {
@@ -258,56 +328,100 @@ impl Model<'_> {
 
     /// Every patch kustomize applies on the way `r` is rendered (the `patches`,
     /// `patchesStrategicMerge` and `patchesJson6902` entries of each kustomization file in its
-    /// chain): what can change the object after the document the model reads, so a rule that
-    /// trusts a field there can tell when it cannot.
+    /// chain, outermost first): what can change the object after the document the model reads,
+    /// so a rule that trusts a field there can tell when it cannot.
     pub fn patches_on_the_way(&self, r: &Rendered) -> Vec<PatchOnTheWay> {
+        r.chain
+            .iter()
+            .filter_map(|&file| {
+                let dir = crate::load::parent_of(&self.repo.file(file).path);
+                self.kustomize_dirs.get(dir).filter(|k| k.file == file)
+            })
+            .flat_map(|k| self.kustomization_patches(k))
+            .collect()
+    }
+
+    /// The `patches`, `patchesStrategicMerge` and `patchesJson6902` entries of one
+    /// kustomization, in the order it lists them.
+    pub fn kustomization_patches(&self, k: &KustomizeDir) -> Vec<PatchOnTheWay> {
         let mut out = Vec::new();
-        for &file in &r.chain {
-            let source = self.repo.file(file);
-            let dir = crate::load::parent_of(&source.path);
-            let Some(k) = self.kustomize_dirs.get(dir).filter(|k| k.file == file) else {
+        let source = self.repo.file(k.file);
+        let dir = k.dir.as_str();
+        let yaml = &source.yaml;
+        for field in PATCH_FIELDS {
+            let Some(list) = yaml.lookup(k.root, &[field]) else {
                 continue;
             };
-            let yaml = &source.yaml;
-            for field in PATCH_FIELDS {
-                let Some(list) = yaml.lookup(k.root, &[field]) else {
-                    continue;
+            for &item in yaml.items(list) {
+                let target = yaml
+                    .lookup(item, &["target"])
+                    .and_then(|t| yaml.value(t).ok());
+                let inline = yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n));
+                let path = yaml
+                    .lookup(item, &["path"])
+                    .and_then(|n| yaml.scalar(n))
+                    .or_else(|| yaml.scalar(item).filter(|_| *field != "patches"));
+                let (file, body) = match (inline, path.and_then(|p| join(dir, p))) {
+                    (Some(text), _) => (source.path.clone(), text.to_string()),
+                    (None, Some(path)) => match self.repo.file_id(&path) {
+                        Some(id) => (path, self.repo.file(id).yaml.text.to_string()),
+                        None => continue,
+                    },
+                    // `patchesStrategicMerge` may hold the patch itself as a string.
+                    (None, None) => match yaml.scalar(item) {
+                        Some(text) => (source.path.clone(), text.to_string()),
+                        None => continue,
+                    },
                 };
-                for &item in yaml.items(list) {
-                    let target = yaml
-                        .lookup(item, &["target"])
-                        .and_then(|t| yaml.value(t).ok());
-                    let inline = yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n));
-                    let path = yaml
-                        .lookup(item, &["path"])
-                        .and_then(|n| yaml.scalar(n))
-                        .or_else(|| yaml.scalar(item).filter(|_| *field != "patches"));
-                    let (file, body) = match (inline, path.and_then(|p| join(dir, p))) {
-                        (Some(text), _) => (source.path.clone(), text.to_string()),
-                        (None, Some(path)) => match self.repo.file_id(&path) {
-                            Some(id) => (path, self.repo.file(id).yaml.text.to_string()),
-                            None => continue,
-                        },
-                        // `patchesStrategicMerge` may hold the patch itself as a string.
-                        (None, None) => match yaml.scalar(item) {
-                            Some(text) => (source.path.clone(), text.to_string()),
-                            None => continue,
-                        },
-                    };
-                    let entry = (
-                        source.path.clone(),
-                        yaml.line_of(yaml.node(item).span.start),
-                    );
-                    out.push(PatchOnTheWay {
-                        file,
-                        target,
-                        body,
-                        entry,
-                    });
-                }
+                let entry = (
+                    source.path.clone(),
+                    yaml.line_of(yaml.node(item).span.start),
+                );
+                let allow_name_change = yaml
+                    .lookup(item, &["options", "allowNameChange"])
+                    .and_then(|n| yaml.value(n).ok())
+                    .and_then(|v| v.as_bool())
+                    == Some(true);
+                out.push(PatchOnTheWay {
+                    file,
+                    target,
+                    body,
+                    entry,
+                    field,
+                    allow_name_change,
+                });
             }
         }
         out
+    }
+
+    /// The object `r` as Flux applies it, as far as the model knows: its document with the
+    /// patches on its way applied (innermost kustomization first, each in its order), then the
+    /// `spec.patches` of `layer`. A patch whose target may select it is applied; one that does
+    /// not parse is left out.
+    pub fn content(
+        &self,
+        layer: Option<&super::Layer>,
+        r: &Rendered,
+    ) -> Result<crate::parse::Value, crate::parse::AliasBudgetExceeded> {
+        let obj = self.object(r.object);
+        let mut value = self.repo.file(obj.file).yaml.value(obj.root)?;
+        let inner_first = r.chain.iter().rev().filter_map(|&file| {
+            let dir = crate::load::parent_of(&self.repo.file(file).path);
+            self.kustomize_dirs.get(dir).filter(|k| k.file == file)
+        });
+        let patches = inner_first
+            .flat_map(|k| self.kustomization_patches(k))
+            .chain(layer.map(|l| self.layer_patches(l)).unwrap_or_default());
+        for p in patches {
+            let Ok(body) = super::patch::PatchBody::parse(&p.body) else {
+                continue;
+            };
+            if p.may_select(&value, r, &obj.key) {
+                body.apply(&mut value);
+            }
+        }
+        Ok(value)
     }
 
     /// The `spec.patches` of a Flux Kustomization: Flux applies them to everything its build
@@ -335,6 +449,12 @@ impl Model<'_> {
                     source.path.clone(),
                     yaml.line_of(yaml.node(item).span.start),
                 ),
+                field: "patches",
+                allow_name_change: yaml
+                    .lookup(item, &["options", "allowNameChange"])
+                    .and_then(|n| yaml.value(n).ok())
+                    .and_then(|v| v.as_bool())
+                    == Some(true),
             })
             .collect()
     }
@@ -651,12 +771,19 @@ impl<'m, 'r> Renderer<'m, 'r> {
         for c in k.components.iter().chain(extra_components) {
             self.add_component(c, Some(k.file), &mut out)?;
         }
+        // kustomize's builtin order: the patches, `namespace:`, the name prefix and suffix, then
+        // `patchesJson6902`, then `transformers:`.
+        let patches = self.model.kustomization_patches(k);
+        let (late, early): (Vec<_>, Vec<_>) =
+            patches.iter().partition(|p| p.field == "patchesJson6902");
+        apply_renames(self.model, &early, &mut out);
         let transform = Transform {
             namespace: k.namespace.as_deref().map(Name::from),
             prefix: &k.name_prefix,
             suffix: &k.name_suffix,
         };
         out.iter_mut().for_each(|o| transform.apply(o));
+        apply_renames(self.model, &late, &mut out);
         apply_transformers(&k.transformers, &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
@@ -720,6 +847,32 @@ impl<'m, 'r> Renderer<'m, 'r> {
     }
 }
 
+/// Apply what `patches` do to identities: a patch that renames (see [`PatchOnTheWay::renames`])
+/// gives each object it selects its new name or namespace. A generated object keeps its name
+/// (its hash is computed from it).
+pub fn apply_renames(model: &Model, patches: &[&PatchOnTheWay], out: &mut [Rendered]) {
+    for p in patches {
+        let Some((name, namespace)) = p.renames() else {
+            continue;
+        };
+        for r in out.iter_mut().filter(|r| r.hash_suffix.is_none()) {
+            let obj = model.object(r.object);
+            let Ok(value) = model.repo.file(obj.file).yaml.value(obj.root) else {
+                continue;
+            };
+            if p.selection(&value, r, &obj.key) != Some(super::patch::Selection::Yes) {
+                continue;
+            }
+            if let Some(name) = &name {
+                r.key.name = Name::from(name.as_str());
+            }
+            if let Some(ns) = &namespace {
+                r.key.namespace = Some(Name::from(ns.as_str()));
+            }
+        }
+    }
+}
+
 /// Run a kustomization's `transformers:` after its own fields, in order, as kustomize does.
 fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Result<(), String> {
     if let Some(e) = &transformers.error {
@@ -731,6 +884,15 @@ fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Resu
     Ok(())
 }
 
+/// The words of [`check_unique`]'s error.
+const RENDERED_TWICE: &str = "is rendered twice";
+
+/// Whether a build error is [`check_unique`]'s: a claim about identities, which transformers
+/// the model does not follow may change.
+pub fn is_identity_conflict(error: &str) -> bool {
+    error.contains(RENDERED_TWICE)
+}
+
 /// kustomize refuses two resources with one identity.
 pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
     let mut seen = HashSet::default();
@@ -740,7 +902,7 @@ pub fn check_unique(objs: &[Rendered], model: &Model) -> Result<(), String> {
         if !seen.insert((&o.key.kind, o.key.group(), ns, &o.key.name)) {
             let obj = model.object(o.object);
             return Err(format!(
-                "{} is rendered twice (again from {}:{})",
+                "{} {RENDERED_TWICE} (again from {}:{})",
                 o.key,
                 model.repo.file(obj.file).path,
                 obj.line

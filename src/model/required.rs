@@ -4,6 +4,7 @@
 use crate::diagnostics::{Diagnostic, Severity};
 
 use super::Model;
+use crate::parse::Value;
 
 /// (API group, kind, required paths below the object). Only the fields without which the object
 /// means nothing (where it reads from); `interval` and `prune` are required too, but minimal
@@ -30,57 +31,73 @@ const REQUIRED: &[(&str, &str, &[&[&str]])] = &[
     ("helm.toolkit.fluxcd.io", "HelmRelease", &[]),
 ];
 
-/// One warning per object that lacks required fields.
-pub(super) fn check(model: &mut Model) {
-    // Only what some layer applies: a strategic-merge patch file looks like a partial object.
-    let applied: std::collections::HashSet<usize> = model
-        .layers
+/// The required fields `value` (an object of `kind` in `group`) misses.
+fn missing(value: &Value, group: &str, kind: &str) -> Vec<String> {
+    let Some((_, _, paths)) = REQUIRED.iter().find(|(g, k, _)| group == *g && kind == *k) else {
+        return Vec::new();
+    };
+    if value.get("spec").is_none() {
+        return vec!["spec".into()];
+    }
+    let mut out: Vec<String> = paths
         .iter()
-        .flat_map(|l| l.inventory().map(|(_, r)| r.object))
+        .filter(|p| value.path(p).is_none())
+        .map(|p| p.join("."))
         .collect();
+    if kind == "HelmRelease"
+        && value.path(&["spec", "chart"]).is_none()
+        && value.path(&["spec", "chartRef"]).is_none()
+    {
+        out.push("spec.chart or spec.chartRef".into());
+    }
+    out
+}
+
+/// One warning per object that lacks required fields in every rendering a layer makes of it
+/// (its document with the patches on its way: a patch may add the field, a `chartRef` say).
+pub(super) fn check(model: &mut Model) {
     let mut out = Vec::new();
-    for (idx, obj) in model.objects.iter().enumerate() {
-        if obj.encrypted || !applied.contains(&idx) {
-            continue;
+    let mut done = std::collections::HashSet::new();
+    for layer in &model.layers {
+        for (_, r) in layer.inventory() {
+            let obj = model.object(r.object);
+            let (group, kind) = (obj.key.group(), obj.key.kind.as_str());
+            if obj.encrypted || done.contains(&r.object) {
+                continue;
+            }
+            let written = match model.repo.file(obj.file).yaml.value(obj.root) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            if missing(&written, group, kind).is_empty() {
+                done.insert(r.object);
+                continue;
+            }
+            // Only what the patches leave missing (a strategic-merge patch file looks like a
+            // partial object, and is not applied as one).
+            let Ok(content) = model.content(Some(layer), r) else {
+                continue;
+            };
+            let lacks = missing(&content, group, kind);
+            if lacks.is_empty() {
+                continue;
+            }
+            done.insert(r.object);
+            let file = model.repo.file(obj.file);
+            out.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    &file.path,
+                    format!(
+                        "{} is missing required field{} {}: the API server rejects it, so the layer that applies it fails",
+                        obj.key,
+                        if lacks.len() == 1 { "" } else { "s" },
+                        lacks.join(", ")
+                    ),
+                )
+                .at(obj.line, 1),
+            );
         }
-        let Some((_, _, paths)) = REQUIRED
-            .iter()
-            .find(|(g, k, _)| obj.key.group() == *g && obj.key.kind == *k)
-        else {
-            continue;
-        };
-        let file = model.repo.file(obj.file);
-        let yaml = &file.yaml;
-        let mut missing: Vec<String> = paths
-            .iter()
-            .filter(|p| yaml.lookup(obj.root, p).is_none())
-            .map(|p| p.join("."))
-            .collect();
-        if obj.key.kind == "HelmRelease"
-            && yaml.lookup(obj.root, &["spec", "chart"]).is_none()
-            && yaml.lookup(obj.root, &["spec", "chartRef"]).is_none()
-        {
-            missing.push("spec.chart or spec.chartRef".into());
-        }
-        if yaml.lookup(obj.root, &["spec"]).is_none() {
-            missing = vec!["spec".into()];
-        }
-        if missing.is_empty() {
-            continue;
-        }
-        out.push(
-            Diagnostic::new(
-                Severity::Warning,
-                &file.path,
-                format!(
-                    "{} is missing required field{} {}: the API server rejects it, so the layer that applies it fails",
-                    obj.key,
-                    if missing.len() == 1 { "" } else { "s" },
-                    missing.join(", ")
-                ),
-            )
-            .at(obj.line, 1),
-        );
     }
     model.diagnostics.extend(out);
 }

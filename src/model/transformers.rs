@@ -59,6 +59,9 @@ pub enum IdentityTransformer {
         unset_only: bool,
         /// `metadata/name` fieldSpecs: the objects they select are renamed to the namespace.
         renames: Vec<GvkSelector>,
+        /// A `spec/targetNamespace` fieldSpec selecting Flux Kustomizations, with its `create`:
+        /// the layers it renders then apply into the namespace.
+        target_namespace: Option<bool>,
     },
     /// builtin PrefixSuffixTransformer, on the objects its `metadata/name` fieldSpecs select.
     PrefixSuffix {
@@ -76,6 +79,7 @@ impl IdentityTransformer {
                 namespace,
                 unset_only,
                 renames,
+                ..
             } => {
                 let key = &rendered.key;
                 let unset = key.namespace.as_deref().is_none_or(str::is_empty);
@@ -103,6 +107,39 @@ impl IdentityTransformer {
             }
         }
     }
+}
+
+impl IdentityTransformer {
+    /// The `spec.targetNamespace` this transformer writes into a Flux Kustomization that has
+    /// `current` (a NamespaceTransformer whose fieldSpecs name that field; with `create: false`
+    /// only where one is set).
+    pub fn target_namespace(&self, current: Option<&str>) -> Option<String> {
+        match self {
+            IdentityTransformer::Namespace {
+                namespace,
+                target_namespace: Some(create),
+                ..
+            } if *create || current.is_some() => Some(namespace.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a fieldSpec writes `spec/targetNamespace` of Flux Kustomizations, and its `create`.
+fn target_namespace_spec(config: &Value) -> Option<bool> {
+    config
+        .get("fieldSpecs")
+        .map(Value::seq)
+        .unwrap_or_default()
+        .iter()
+        .find(|spec| {
+            spec.str_at(&["path"]) == Some("spec/targetNamespace")
+                && spec.str_at(&["kind"]).is_none_or(|k| k == "Kustomization")
+                && spec
+                    .str_at(&["group"])
+                    .is_none_or(|g| g.is_empty() || g == "kustomize.toolkit.fluxcd.io")
+        })
+        .map(|spec| spec.get("create").and_then(Value::as_bool).unwrap_or(false))
 }
 
 /// What a kustomization's `transformers:` and `replacements:` do to identities.
@@ -185,7 +222,7 @@ fn transformer_configs(repo: &Repo, dir: &str, text: &str) -> Result<Vec<Value>,
     }
     let path = join(dir, text).ok_or("leaves the repository root")?;
     if repo.is_dir(&path) {
-        return Err("a directory of transformer configurations is not modelled".into());
+        return directory_configs(repo, &path, 0);
     }
     let id = repo
         .file_id(&path)
@@ -195,6 +232,99 @@ fn transformer_configs(repo: &Repo, dir: &str, text: &str) -> Result<Vec<Value>,
         return Err(format!("{path} does not parse"));
     }
     Ok(documents(&source.yaml))
+}
+
+/// The fields a kustomization that builds transformer configurations may set without changing
+/// what the configurations do (their own labels and names do not matter).
+const CONFIG_DIR_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "resources",
+    "namespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "commonAnnotations",
+    "labels",
+];
+
+/// How deep directories of transformer configurations are followed.
+const MAX_CONFIG_DEPTH: usize = 16;
+
+/// The configurations a `transformers:` entry naming a directory stands for: kustomize builds
+/// that directory's kustomization and takes each resource as a configuration. Its `namespace:`
+/// sets each configuration's `metadata.namespace` (a NamespaceTransformer's namespace, so it
+/// wins over the one written in the file); nested directories are built the same way.
+fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>, String> {
+    if depth > MAX_CONFIG_DEPTH {
+        return Err(format!("{dir}: directories nested too deep"));
+    }
+    let file = super::KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .find_map(|name| join(dir, name).and_then(|p| repo.file_id(&p)))
+        .ok_or_else(|| format!("{dir} has no kustomization file"))?;
+    let source = repo.file(file);
+    if source.error.is_some() {
+        return Err(format!("{} does not parse", source.path));
+    }
+    let kustomization = documents(&source.yaml).into_iter().next().unwrap_or(Value::Null);
+    let Value::Map(entries) = &kustomization else {
+        return Err(format!("{} is not a kustomization", source.path));
+    };
+    if let Some(key) = entries
+        .iter()
+        .filter_map(|(k, _)| k.as_str())
+        .find(|k| !CONFIG_DIR_FIELDS.contains(k))
+    {
+        return Err(format!(
+            "{} sets `{key}`, whose effect on the configurations is not modelled",
+            source.path
+        ));
+    }
+    let mut configs = Vec::new();
+    for entry in kustomization
+        .get("resources")
+        .map(Value::seq)
+        .unwrap_or_default()
+    {
+        let text = entry.as_str().ok_or("a resources entry that is not a path")?;
+        let path = join(dir, text).ok_or("leaves the repository root")?;
+        if repo.is_dir(&path) {
+            configs.extend(directory_configs(repo, &path, depth + 1)?);
+            continue;
+        }
+        let id = repo
+            .file_id(&path)
+            .ok_or_else(|| format!("{path} is not a file fluxmend read"))?;
+        if repo.file(id).error.is_some() {
+            return Err(format!("{path} does not parse"));
+        }
+        configs.extend(documents(&repo.file(id).yaml));
+    }
+    if let Some(namespace) = kustomization.str_at(&["namespace"]).filter(|n| !n.is_empty()) {
+        for config in &mut configs {
+            set_namespace(config, namespace);
+        }
+    }
+    Ok(configs)
+}
+
+/// `metadata.namespace` of a configuration document set to `namespace`.
+fn set_namespace(config: &mut Value, namespace: &str) {
+    let Value::Map(entries) = config else { return };
+    let key = |k: &str| Value::Str(k.to_string(), false);
+    let at = match entries.iter().position(|(k, _)| k.as_str() == Some("metadata")) {
+        Some(i) => i,
+        None => {
+            entries.push((key("metadata"), Value::Map(Vec::new())));
+            entries.len() - 1
+        }
+    };
+    if let Value::Map(metadata) = &mut entries[at].1 {
+        metadata.retain(|(k, _)| k.as_str() != Some("namespace"));
+        metadata.push((key("namespace"), key(namespace)));
+    }
 }
 
 fn documents(yaml: &YamlFile) -> Vec<Value> {
@@ -236,6 +366,7 @@ fn effect(repo: &Repo, dir: &str, config: &Value) -> Effect {
                 namespace: namespace.to_string(),
                 unset_only: config.get("unsetOnly").and_then(Value::as_bool) == Some(true),
                 renames: name_field_specs(config),
+                target_namespace: target_namespace_spec(config),
             })
         }
         "PrefixSuffixTransformer" => {

@@ -11,9 +11,11 @@
 //!    whichever layer applied an object last);
 //! 3. **prune** (`prune: true`) — objects of the previous inventory missing from the new build are
 //!    deleted, but only when the object in the cluster still carries *this* layer's labels and is
-//!    not annotated `kustomize.toolkit.fluxcd.io/prune: disabled` or
-//!    `kustomize.toolkit.fluxcd.io/reconcile: disabled` (`ssa.DeleteOptions`: `Inclusions` are
-//!    the owner labels, `Exclusions` those two annotations);
+//!    not annotated `kustomize.toolkit.fluxcd.io/prune: disabled`,
+//!    `kustomize.toolkit.fluxcd.io/reconcile: disabled` or `kustomize.toolkit.fluxcd.io/ssa:
+//!    Ignore` (`deleteObjects`: `ssa.DeleteOptions` `Inclusions` are the owner labels,
+//!    `Exclusions` those three, compared case-insensitively by fluxcd/pkg `ssa/utils`
+//!    `AnyInMetadata`; `ssa: Ignore` since kustomize-controller v1.1.0);
 //! 4. **health** — not modelled here; see [`failure`].
 //!
 //! A layer that leaves its parent's build is deleted by the parent's prune, and its own
@@ -40,6 +42,19 @@ pub const PRUNE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "
 /// The other annotation kustomize-controller's prune skips (it also stops the object being
 /// applied).
 const RECONCILE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
+/// kustomize-controller neither applies nor prunes an object that carries this.
+const SSA_IGNORE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "Ignore");
+/// What kustomize-controller's prune skips (`deleteObjects`' exclusions).
+const PRUNE_EXCLUSIONS: [(&str, &str); 3] = [PRUNE_DISABLED, RECONCILE_DISABLED, SSA_IGNORE];
+
+/// Whether `annotations` hold one of `wanted`, the value compared as fluxcd/pkg's `ssa/utils`
+/// `AnyInMetadata` does (case-insensitively).
+fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
+    annotations
+        .iter()
+        .any(|(k, v)| wanted.iter().any(|(wk, wv)| k == wk && v.eq_ignore_ascii_case(wv)))
+}
+
 /// flux-operator does not uninstall a FluxInstance that carries this when it is deleted.
 const INSTANCE_RECONCILE_DISABLED: (&str, &str) = ("fluxcd.controlplane.io/reconcile", "disabled");
 
@@ -173,6 +188,8 @@ struct Applied {
     /// in every app's layer) names two objects; under the same one (a layer split off with its
     /// settings), one.
     scope: Option<crate::parse::Value>,
+    /// Applied to another cluster (the layer's `spec.kubeConfig`).
+    remote: bool,
 }
 
 /// Whether an object's name or namespace holds a `${VAR}` left for `postBuild` to substitute.
@@ -210,16 +227,14 @@ impl<'m, 'r> Side<'m, 'r> {
             .flat_map(|v| {
                 v.inventory.iter().map(|r| {
                     let annotations = annotations(self.model, layer, r);
-                    let has = |(k, val): (&str, &str)| {
-                        annotations.iter().any(|(ak, av)| ak == k && av == val)
-                    };
                     Applied {
                         key: r.key.clone(),
                         bindings: v.bindings.clone(),
-                        exempt: has(PRUNE_DISABLED) || has(RECONCILE_DISABLED),
-                        instance_disabled: has(INSTANCE_RECONCILE_DISABLED),
+                        exempt: carries(&annotations, &PRUNE_EXCLUSIONS),
+                        instance_disabled: carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]),
                         is_instance: self.model.is_flux_instance(r.object),
                         scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
+                        remote: layer.remote,
                     }
                 })
             })
@@ -272,11 +287,9 @@ pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, S
 }
 
 /// Whether kustomize-controller's prune skips this object once applied (annotated
-/// `prune: disabled` or `reconcile: disabled`).
+/// `prune: disabled`, `reconcile: disabled` or `ssa: Ignore`).
 pub fn prune_exempt(model: &Model, layer: &Layer, r: &Rendered) -> bool {
-    annotations(model, layer, r)
-        .iter()
-        .any(|(k, v)| [PRUNE_DISABLED, RECONCILE_DISABLED].contains(&(k.as_str(), v.as_str())))
+    carries(&annotations(model, layer, r), &PRUNE_EXCLUSIONS)
 }
 
 /// Two variants' bindings can meet on one cluster when no placeholder is bound differently.
@@ -679,6 +692,13 @@ fn consequence(x: &Applied, recreated: bool) -> (Consequence, String) {
                     Consequence::Removed
                 },
                 "the FluxInstance is deleted; it carries fluxcd.controlplane.io/reconcile: disabled, so flux-operator leaves Flux installed".into(),
+            );
+        }
+        if x.remote {
+            // Another cluster's Flux: this cluster keeps reconciling the repository.
+            return (
+                Consequence::Cascade,
+                "flux-operator uninstalls Flux from the cluster the layer's kubeConfig reaches (not this one): its controllers and what its instance manages are removed there".into(),
             );
         }
         return (

@@ -167,7 +167,9 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
         .filter(|o| o.object != r.object && layer.gates(&o.key))
         .count();
     let source = model.instance_source(r.object);
-    let reads_own_source = source.as_ref().is_some_and(|s| {
+    // An instance applied to another cluster (kubeConfig) owns that cluster's root source: a
+    // bad change there never stops this cluster's delivery.
+    let reads_own_source = !layer.remote && source.as_ref().is_some_and(|s| {
         *s == layer.source
             || model
                 .dependencies(layer_id)
@@ -196,6 +198,12 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
     }
     if let Some(s) = &source {
         message.push_str(&format!(", which owns the root source {s}"));
+        if layer.remote {
+            message.push_str(
+                " of the cluster the layer's kubeConfig reaches (not this one, whose delivery it \
+                 cannot lock)",
+            );
+        }
         // Whether a correction could still arrive is the failure model's answer, the one
         // `simulate --fail` gives: a failing instance alone is corrected through the layer,
         // which applies before its health check; a broken root source is not.

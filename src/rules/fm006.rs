@@ -80,7 +80,7 @@ impl Defect {
             ),
             Defect::SelectsNothing(target) => format!(
                 "the patch's target {target} selects no object when flux-operator applies it \
-                 (FM004): the root source is not verified, though the repository says it is"
+                 (FM004): the root source runs without the verification the repository shows"
             ),
         }
     }
@@ -99,7 +99,9 @@ impl Rule for RootSourceTrustLoop {
             let Some(source) = root_source(generated) else {
                 continue;
             };
-            if model.layer(d.layer).source != source {
+            // An instance applied to another cluster (kubeConfig) generates that cluster's root
+            // source: the source of the same name here is another object.
+            if model.layer(d.layer).source != source || model.layer(d.layer).remote {
                 continue;
             }
             for setting in instance_settings(model, generated) {
