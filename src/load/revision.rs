@@ -15,8 +15,8 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::read::ReadError;
 use super::{
-    Contents, EntryKind, Ignores, Listing, LoadError, Origin, Repo, SourceFile, WalkedEntry,
-    decode_text, not_utf8, within_limit,
+    Contents, EntryKind, Ignores, Listing, Origin, Repo, SourceFile, WalkedEntry, decode_text,
+    not_utf8, within_limit,
 };
 
 /// Reading a revision failed.
@@ -34,14 +34,13 @@ pub enum RevisionError {
     },
     #[error("reading {rev}: {message}")]
     Read { rev: String, message: String },
-    #[error(transparent)]
-    Load(#[from] LoadError),
 }
 
 /// The repository at `path` as it was at revision `rev`, with the configuration's `exclude`
 /// patterns applied as [`Repo::load_excluding`] applies them to the work tree. `path` may be
 /// a directory below the work tree's top level; at a revision where it does not exist the
 /// repository is empty.
+///
 /// A YAML file of `known` (the work tree, loaded already) whose bytes are those of the blob at
 /// the same path is shared, not read nor parsed again: the revision usually differs from the work
 /// tree in a few files.
@@ -108,12 +107,13 @@ pub fn load_revision(
         },
         Origin::Revision(objects.clone()),
     );
-    let missing = std::mem::take(
+    let mut missing = std::mem::take(
         &mut *objects
             .missing
             .lock()
             .map_err(|_| read("a reader panicked".into()))?,
     );
+    missing.sort();
     if let Some(first) = missing.first() {
         return Err(read(incomplete(first, missing.len())));
     }
