@@ -339,6 +339,17 @@ impl Reader<'_> {
     }
 }
 
+/// The bytes of a configuration file, read as every repository file is (no link followed,
+/// regular files only, within the size limit), from the directory that holds it.
+fn read_config_file(path: &Path) -> Result<Vec<u8>, crate::load::read::ReadError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::load::read::read_repo_file(dir, &name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,12 +422,4 @@ mod tests {
                 .contains("does not parse")
         );
     }
-}
-
-/// The bytes of a configuration file, read as every repository file is (no link followed,
-/// regular files only, within the size limit), from the directory that holds it.
-fn read_config_file(path: &Path) -> Result<Vec<u8>, crate::load::read::ReadError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    crate::load::read::read_repo_file(dir, &name)
 }

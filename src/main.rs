@@ -650,7 +650,8 @@ fn work_tree_top(args: &RepoArgs, repo: &Repo, config: &Config) -> Option<(PathB
                 .and_then(fluxmend::model::normalize)
                 .unwrap_or_default();
             text(&["kind"]) == Some("Kustomization")
-                && text(&["apiVersion"]).is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"))
+                && text(&["apiVersion"])
+                    .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/"))
                 && text(&["spec", "sourceRef", "kind"]).is_none_or(|k| k == "GitRepository")
                 && (path == prefix || path.starts_with(&format!("{prefix}/")))
                 && !repo.is_dir(&path)
@@ -660,7 +661,10 @@ fn work_tree_top(args: &RepoArgs, repo: &Repo, config: &Config) -> Option<(PathB
         return None;
     }
     let root = repo.root.canonicalize().ok()?;
-    let top = root.ancestors().nth(prefix.split('/').count())?.to_path_buf();
+    let top = root
+        .ancestors()
+        .nth(prefix.split('/').count())?
+        .to_path_buf();
     Some((top, prefix))
 }
 
@@ -682,7 +686,9 @@ fn below_path(
     findings.retain(|f| f.file.starts_with(&dir));
     findings.iter_mut().for_each(|f| relative(&mut f.file));
     suppressed.retain(|s| s.finding.file.starts_with(&dir));
-    suppressed.iter_mut().for_each(|s| relative(&mut s.finding.file));
+    suppressed
+        .iter_mut()
+        .for_each(|s| relative(&mut s.finding.file));
     diagnostics.retain(|d| d.file.is_empty() || d.file.starts_with(&dir));
     diagnostics
         .iter_mut()
@@ -720,7 +726,13 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     if let Some(prefix) = &below {
         // SARIF and annotations write paths from the top level, which is now the root.
         let strip = matches!(args.format, CheckFormat::Text | CheckFormat::Json);
-        below_path(prefix, strip, &mut findings, &mut suppressed, &mut diagnostics);
+        below_path(
+            prefix,
+            strip,
+            &mut findings,
+            &mut suppressed,
+            &mut diagnostics,
+        );
     }
     let summary = report::Summary::new(&model, &findings, &suppressed, &diagnostics);
     let threshold = if args.exit_zero {

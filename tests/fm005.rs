@@ -39,7 +39,10 @@ fn the_finding_says_what_the_layer_really_waits_on() {
     assert_eq!(findings.len(), 1, "{findings:#?}");
     let f = &findings[0];
     assert_eq!(f["layer"]["name"], "apps");
-    assert_eq!(f["severity"], "note", "every entry is applied or made by the layer");
+    assert_eq!(
+        f["severity"], "note",
+        "every entry is applied or made by the layer"
+    );
     assert_eq!(f["file"], "clusters/production/layers.yaml");
     assert_eq!(f["line"], 41, "the healthChecks key");
     assert_eq!(f["masked_objects"], 3, "objects waited on but not listed");
@@ -103,6 +106,7 @@ fn the_health_checks_strategy_refuses_to_gate_on_runners() {
         "FM005",
         "--strategy",
         "health-checks",
+        "--show-notes",
     ]);
     assert_eq!(run.stdout, "", "no change is offered");
     assert!(
@@ -141,7 +145,7 @@ fn a_layer_document_another_cluster_patches_is_not_edited() {
             .unwrap()
             .contains("./clusters/staging")
     );
-    let fix = fluxmend(["fix", root, "--rule", "FM005"]);
+    let fix = fluxmend(["fix", root, "--rule", "FM005", "--show-notes"]);
     assert_eq!(fix.stdout, "", "{}", fix.stderr);
     assert!(
         common::unwrapped(&fix.stderr).contains(
@@ -196,7 +200,12 @@ fn severity_follows_what_the_list_loses() {
     assert_eq!(code, 1);
     let at: Vec<(&str, &str)> = findings
         .iter()
-        .map(|f| (f["layer"]["name"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .map(|f| {
+            (
+                f["layer"]["name"].as_str().unwrap(),
+                f["severity"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         at,
@@ -217,10 +226,17 @@ fn severity_follows_what_the_list_loses() {
             .unwrap()
             .to_string()
     };
-    assert!(message("storage").contains("healthCheckExprs for CephCluster (ceph.rook.io/v1) are never evaluated"));
+    assert!(
+        message("storage")
+            .contains("healthCheckExprs for CephCluster (ceph.rook.io/v1) are never evaluated")
+    );
     assert!(message("database").contains("applied by flux-system/database-cluster"));
     assert!(message("database").contains("a fresh cluster would deadlock"));
-    assert!(message("rook").contains("nothing in this repository applies HelmRelease/rook-ceph/rook-ceph-operator"));
+    assert!(
+        message("rook").contains(
+            "nothing in this repository applies HelmRelease/rook-ceph/rook-ceph-operator"
+        )
+    );
 }
 
 /// No "not applied" claim where the build is not fully known: an entry a remote resource may
@@ -242,7 +258,10 @@ fn no_claim_about_an_entry_a_remote_resource_may_hold() {
     let message = findings[0]["message"].as_str().unwrap();
     assert_eq!(findings[0]["severity"], "note", "{message}");
     assert!(message.contains("makes no claim"), "{message}");
-    assert!(!message.contains("nothing in this repository applies"), "{message}");
+    assert!(
+        !message.contains("nothing in this repository applies"),
+        "{message}"
+    );
 }
 
 /// `--strategy health-checks` refuses a gate that cannot pass: an entry only a dependent layer
@@ -269,10 +288,16 @@ fn the_health_checks_strategy_refuses_a_gate_that_cannot_pass() {
             .iter()
             .find(|f| f["layer"]["name"] == layer)
             .unwrap();
-        (f["fix"].is_null(), f["no_fix_reason"].as_str().unwrap_or_default().to_string())
+        (
+            f["fix"].is_null(),
+            f["no_fix_reason"].as_str().unwrap_or_default().to_string(),
+        )
     };
     let (none, why) = reason("database");
-    assert!(none && why.contains("a fresh cluster would deadlock"), "{why}");
+    assert!(
+        none && why.contains("a fresh cluster would deadlock"),
+        "{why}"
+    );
     let (none, why) = reason("rook");
     assert!(none && why.contains("never become Ready"), "{why}");
     for layer in ["crds", "storage"] {
@@ -293,8 +318,9 @@ fn simulate_shows_a_healthchecks_gate_on_another_layers_object() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stdout
-            .contains("flux-system/reporting: Ready=False (HealthCheckFailed on Cluster/database/postgres)"),
+        run.stdout.contains(
+            "flux-system/reporting: Ready=False (HealthCheckFailed on Cluster/database/postgres)"
+        ),
         "{}",
         run.stdout
     );

@@ -18,7 +18,7 @@ fn findings_match_snapshots_in_text_and_json() {
     for case in CASES {
         let root = fixture(case, "before");
         let root = root.to_str().unwrap();
-        let text = fluxmend(["check", root, "--rule", "FM006"]);
+        let text = fluxmend(["check", root, "--rule", "FM006", "--show-notes"]);
         text.assert_no_panic();
         insta::assert_snapshot!(format!("{case}-check"), text.stdout);
         let json = fluxmend(["check", root, "--rule", "FM006", "--format", "json"]).json();

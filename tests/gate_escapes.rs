@@ -105,9 +105,9 @@ fn fix(repo: &TempRepo, recorder: &Recorder) -> Output {
 
 /// A second layer, `extra`, building `./apps` with the component `hostile/` whose
 /// kustomization holds the hostile `body`. Every layer whose path holds the changed file is
-/// built, so `extra` is; FM001's finding in `apps` keeps its fix however badly `hostile/`
-/// parses (a kustomization of `apps` itself that the model cannot read would leave the finding
-/// without a fix, and the gate would not run).
+/// built, so `extra` is; FM005's finding in `apps/child.yaml` keeps its fix however badly
+/// `hostile/` parses (a kustomization of `apps` itself that the model cannot read would leave the
+/// finding without a fix, and the gate would not run).
 fn with_sub(body: impl AsRef<[u8]>) -> TempRepo {
     with_component(
         [
@@ -128,6 +128,18 @@ fn with_component(kustomization: impl AsRef<[u8]>, spec: &str) -> TempRepo {
         format!(
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extra\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  prune: false\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  components:\n    - ../hostile\n{spec}"
         ),
+    )
+    // FM005's fix (the redundant list of `child`, a layer `apps` applies) changes a file below
+    // `./apps`, so `extra` is built; FM001's move of the instance is refused, since it would
+    // change what `extra` renders.
+    .write(
+        "apps/child.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: child\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./child\n  prune: false\n  wait: true\n  healthChecks:\n    - {apiVersion: v1, kind: ConfigMap, name: child, namespace: demo}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    )
+    .append("apps/kustomization.yaml", "  - child.yaml\n")
+    .write(
+        "child/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n  namespace: demo\n",
     )
     .write("hostile/kustomization.yaml", kustomization)
     .write(
@@ -449,7 +461,7 @@ fn no_hostile_kustomization_escapes_the_gate() {
             ));
             continue;
         }
-        let verdict = err
+        let verdict = common::unwrapped(&err)
             .lines()
             .find(|l| l.contains("not verified: layer flux-system/"))
             .map(str::to_string);
@@ -476,11 +488,13 @@ fn no_hostile_kustomization_escapes_the_gate() {
 /// The negative control: what a real repository does with the same features is built, not
 /// refused — a directory of plugin configurations that places them (d4rkfella/home-ops'
 /// layout), an inline transformer, a transformer file reading a local patch, a generator with
-/// a binary file and an env file, capitalised keys Go reads as the field, a Flux patch.
+/// a binary file and an env file, capitalised keys Go reads as the field, a Flux patch. The
+/// transformers select ConfigMaps: FM001's move takes the FluxInstance out of their reach, which
+/// the gate rightly refuses.
 #[test]
 fn legitimate_plugins_and_generators_are_built() {
     let repo = with_apps_extra(
-        "transformers:\n  - ./plugins\n  - |\n    apiVersion: builtin\n    kind: LabelTransformer\n    metadata:\n      name: team\n    labels:\n      team: web\n    fieldSpecs:\n      - path: metadata/labels\n        create: true\n  - patcher.yaml\nconfigMapGenerator:\n  - name: assets\n    namespace: demo\n    Files:\n      - logo.bin\n    envs:\n      - app.env\n",
+        "transformers:\n  - ./plugins\n  - |\n    apiVersion: builtin\n    kind: LabelTransformer\n    metadata:\n      name: team\n    labels:\n      team: web\n    fieldSpecs:\n      - path: metadata/labels\n        kind: ConfigMap\n        create: true\n  - patcher.yaml\nconfigMapGenerator:\n  - name: assets\n    namespace: demo\n    Files:\n      - logo.bin\n    envs:\n      - app.env\n",
     );
     repo.write(
         "apps/plugins/kustomization.yaml",
@@ -492,7 +506,7 @@ fn legitimate_plugins_and_generators_are_built() {
     )
     .write(
         "shared-plugins/annotate.yaml",
-        "apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata:\n  name: owner\nannotations:\n  owner: platform\nfieldSpecs:\n  - path: metadata/annotations\n    create: true\n",
+        "apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata:\n  name: owner\nannotations:\n  owner: platform\nfieldSpecs:\n  - path: metadata/annotations\n    kind: ConfigMap\n    create: true\n",
     )
     .write(
         "apps/patcher.yaml",

@@ -933,14 +933,15 @@ fn a_directory_of_transformer_configurations_is_modelled() {
                 "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: placeholder\n",
             )
             .write(&format!("apps/{name}/ks.yaml"), child_layer(name))
-            .write(&format!("apps/{name}/transformers/kustomization.yaml"), transformers(name))
+            .write(
+                &format!("apps/{name}/transformers/kustomization.yaml"),
+                transformers(name),
+            )
             .write(&format!("apps/{name}/release/release.yaml"), release(name));
     }
     let (run, report) = repo.check_json(&[]);
     assert!(
-        diagnostics(&report)
-            .iter()
-            .all(|d| d["severity"] == "note"),
+        diagnostics(&report).iter().all(|d| d["severity"] == "note"),
         "{report:#}"
     );
     let graph = repo.graph_json();
@@ -985,7 +986,10 @@ fn an_identity_conflict_in_a_layer_not_fully_modelled_is_a_note() {
         "note",
     );
     assert!(
-        d["message"].as_str().unwrap().contains("not fully modelled"),
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("not fully modelled"),
         "{d:#}"
     );
     assert_eq!(run.code, 0, "{report:#}");
@@ -1064,7 +1068,10 @@ fn a_path_below_the_work_tree_resolves_layers_from_the_top_level() {
     let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
     git(repo.path(), &["init", "-q", "-b", "main"]);
     git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
-    git(repo.path(), &[&as_tester[..], &["commit", "-qm", "init"]].concat());
+    git(
+        repo.path(),
+        &[&as_tester[..], &["commit", "-qm", "init"]].concat(),
+    );
     let path = repo.path().join("kubernetes");
     let run = fluxmend(command_args("check", &path, &["--format", "json"]));
     let report = run.json();

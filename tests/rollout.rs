@@ -365,7 +365,11 @@ fn deleting_another_clusters_flux_instance_is_no_uninstall_here() {
     let remote = "  kubeConfig:\n    secretRef:\n      name: edge-kubeconfig\n";
     let before = world(&[Layer {
         extra: remote,
-        ..layer("edge", true, &[("keep.yaml", KEEP), ("flux.yaml", instance)])
+        ..layer(
+            "edge",
+            true,
+            &[("keep.yaml", KEEP), ("flux.yaml", instance)],
+        )
     }]);
     let after = world(&[Layer {
         extra: remote,

@@ -110,7 +110,12 @@ pub fn body(plan: &Plan) -> String {
         } else {
             "as above."
         };
-        wrap(&mut out, "  - ", "    ", &format!("Trade-off: {}", md_text(tradeoff)));
+        wrap(
+            &mut out,
+            "  - ",
+            "    ",
+            &format!("Trade-off: {}", md_text(tradeoff)),
+        );
         if let Some(p) = &fix.phase {
             let step = if p.phase < p.phases {
                 format!(

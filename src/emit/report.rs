@@ -156,7 +156,8 @@ pub fn check_text(
             plural(summary.suppressed, "finding", "findings")
         );
     }
-    hidden_notes(&mut line, findings, diagnostics, shown);
+    let severities = findings.iter().map(|f| f.severity);
+    hidden_notes(&mut line, severities, diagnostics, shown);
     text::wrap(&mut out, "", text::CONTINUATION, &line);
     if summary.rootless {
         no_root_hint(&mut out);
@@ -165,10 +166,13 @@ pub fn check_text(
 }
 
 /// ` (N notes not shown: …)` when the report left notes out.
-fn hidden_notes(out: &mut String, findings: &[Finding], diagnostics: &[Diagnostic], shown: Shown) {
+fn hidden_notes(
+    out: &mut String,
+    findings: impl Iterator<Item = Severity>,
+    diagnostics: &[Diagnostic],
+    shown: Shown,
+) {
     let hidden = findings
-        .iter()
-        .map(|f| f.severity)
         .chain(diagnostics.iter().map(|d| d.severity))
         .filter(|&s| !shown.shows(s))
         .count();
@@ -540,7 +544,12 @@ pub fn fix_text(
     let mut out = String::new();
     let mut writer = FindingWriter::new(shown);
     let mut tradeoffs_said = std::collections::HashSet::new();
-    for f in plan.findings.iter().filter(|f| shown.shows(f.severity)) {
+    // A note whose fix is in the diff is shown: every changed line needs its reason.
+    for f in plan
+        .findings
+        .iter()
+        .filter(|f| shown.shows(f.severity) || (shown.detail && f.fix.is_some()))
+    {
         if !writer.write(&mut out, f, base) {
             continue;
         }
@@ -578,7 +587,9 @@ pub fn fix_text(
             "diagnostics: {} (`fluxmend check` lists them all)",
             count(&by_severity(diagnostics.iter().map(|d| d.severity)))
         );
-        hidden_notes(&mut line, &plan.findings, diagnostics, shown);
+        // Fixed notes were shown above, with their fix.
+        let unfixed = plan.findings.iter().filter(|f| f.fix.is_none());
+        hidden_notes(&mut line, unfixed.map(|f| f.severity), diagnostics, shown);
         text::wrap(&mut out, "", text::CONTINUATION, &line);
     }
     if !suppressed.is_empty() && shown.detail {

@@ -169,7 +169,10 @@ pub fn detail(out: &mut String, label: &str, text: &str) {
     } else {
         format!(
             "{INDENT}{} ",
-            styled(Style::new().bold(), &format!("{}:", escape::terminal(label)))
+            styled(
+                Style::new().bold(),
+                &format!("{}:", escape::terminal(label))
+            )
         )
     };
     wrap(out, &first, CONTINUATION, text);

@@ -40,7 +40,8 @@ pub fn read_repo_file(root: &Path, rel: &str) -> Result<Vec<u8>, ReadError> {
     if rel.is_empty()
         || components
             .iter()
-            .any(|c| c.is_empty() || *c == "." || *c == ".." || c.contains('\\'))
+            // A backslash separates components only on Windows; elsewhere it is a name's byte.
+            .any(|c| c.is_empty() || *c == "." || *c == ".." || (cfg!(windows) && c.contains('\\')))
     {
         return Err(ReadError::OutsideRoot(rel.to_string()));
     }

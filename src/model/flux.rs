@@ -1064,7 +1064,11 @@ impl Builder<'_, '_> {
             }
             for r in &inventory {
                 if is_flux_kustomization(model, r.object) {
-                    applied.push((r.object, r.key.clone(), transformed_target_namespace(model, r)));
+                    applied.push((
+                        r.object,
+                        r.key.clone(),
+                        transformed_target_namespace(model, r),
+                    ));
                 }
                 // flux-operator applies what a ResourceSet generates: its Flux Kustomizations
                 // are layers below the one that applies the ResourceSet.

@@ -215,7 +215,12 @@ pub struct PatchOnTheWay {
 impl PatchOnTheWay {
     /// Whether the patch may select `r` (whose content is `value`, written as `written`): see
     /// [`PatchOnTheWay::selection`]; no selector (a body that does not parse) may.
-    pub fn may_select(&self, value: &crate::parse::Value, r: &Rendered, written: &ObjectKey) -> bool {
+    pub fn may_select(
+        &self,
+        value: &crate::parse::Value,
+        r: &Rendered,
+        written: &ObjectKey,
+    ) -> bool {
         self.selection(value, r, written) != Some(super::patch::Selection::No)
     }
 
@@ -261,7 +266,11 @@ impl PatchOnTheWay {
             PatchBody::Json6902(ops) => {
                 let (mut name, mut namespace) = (None, None);
                 for op in ops.iter().filter(|o| o.op == "add" || o.op == "replace") {
-                    let text = op.value.as_ref().and_then(|v| v.as_str()).map(str::to_string);
+                    let text = op
+                        .value
+                        .as_ref()
+                        .and_then(|v| v.as_str())
+                        .map(str::to_string);
                     match op.path.as_str() {
                         "/metadata/name" => name = text.or(name),
                         "/metadata/namespace" => namespace = text.or(namespace),

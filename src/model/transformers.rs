@@ -268,7 +268,10 @@ fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>,
     if source.error.is_some() {
         return Err(format!("{} does not parse", source.path));
     }
-    let kustomization = documents(&source.yaml).into_iter().next().unwrap_or(Value::Null);
+    let kustomization = documents(&source.yaml)
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Null);
     let Value::Map(entries) = &kustomization else {
         return Err(format!("{} is not a kustomization", source.path));
     };
@@ -288,7 +291,9 @@ fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>,
         .map(Value::seq)
         .unwrap_or_default()
     {
-        let text = entry.as_str().ok_or("a resources entry that is not a path")?;
+        let text = entry
+            .as_str()
+            .ok_or("a resources entry that is not a path")?;
         let path = join(dir, text).ok_or("leaves the repository root")?;
         if repo.is_dir(&path) {
             configs.extend(directory_configs(repo, &path, depth + 1)?);
@@ -302,7 +307,10 @@ fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>,
         }
         configs.extend(documents(&repo.file(id).yaml));
     }
-    if let Some(namespace) = kustomization.str_at(&["namespace"]).filter(|n| !n.is_empty()) {
+    if let Some(namespace) = kustomization
+        .str_at(&["namespace"])
+        .filter(|n| !n.is_empty())
+    {
         for config in &mut configs {
             set_namespace(config, namespace);
         }
@@ -314,7 +322,10 @@ fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>,
 fn set_namespace(config: &mut Value, namespace: &str) {
     let Value::Map(entries) = config else { return };
     let key = |k: &str| Value::Str(k.to_string(), false);
-    let at = match entries.iter().position(|(k, _)| k.as_str() == Some("metadata")) {
+    let at = match entries
+        .iter()
+        .position(|(k, _)| k.as_str() == Some("metadata"))
+    {
         Some(i) => i,
         None => {
             entries.push((key("metadata"), Value::Map(Vec::new())));

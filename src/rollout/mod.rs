@@ -50,9 +50,11 @@ const PRUNE_EXCLUSIONS: [(&str, &str); 3] = [PRUNE_DISABLED, RECONCILE_DISABLED,
 /// Whether `annotations` hold one of `wanted`, the value compared as fluxcd/pkg's `ssa/utils`
 /// `AnyInMetadata` does (case-insensitively).
 fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
-    annotations
-        .iter()
-        .any(|(k, v)| wanted.iter().any(|(wk, wv)| k == wk && v.eq_ignore_ascii_case(wv)))
+    annotations.iter().any(|(k, v)| {
+        wanted
+            .iter()
+            .any(|(wk, wv)| k == wk && v.eq_ignore_ascii_case(wv))
+    })
 }
 
 /// flux-operator does not uninstall a FluxInstance that carries this when it is deleted.

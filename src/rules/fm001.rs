@@ -169,13 +169,14 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
     let source = model.instance_source(r.object);
     // An instance applied to another cluster (kubeConfig) owns that cluster's root source: a
     // bad change there never stops this cluster's delivery.
-    let reads_own_source = !layer.remote && source.as_ref().is_some_and(|s| {
-        *s == layer.source
-            || model
-                .dependencies(layer_id)
-                .iter()
-                .any(|&d| model.layer(d).source == *s)
-    });
+    let reads_own_source = !layer.remote
+        && source.as_ref().is_some_and(|s| {
+            *s == layer.source
+                || model
+                    .dependencies(layer_id)
+                    .iter()
+                    .any(|&d| model.layer(d).source == *s)
+        });
     let shared = !is_dedicated(variant, model) || !dependents.is_empty();
     let severity = if shared || reads_own_source {
         Severity::Error

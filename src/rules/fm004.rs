@@ -333,12 +333,14 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
                 v.error.is_none()
                     && v.unmodelled.is_empty()
                     && model.fully_known(&v.dir)
-                    && model.flux_components(layer, &v.dir).is_ok_and(|components| {
-                        components.iter().all(|c| match &c.target {
-                            RefTarget::Dir(d) => model.fully_known(d),
-                            _ => false,
+                    && model
+                        .flux_components(layer, &v.dir)
+                        .is_ok_and(|components| {
+                            components.iter().all(|c| match &c.target {
+                                RefTarget::Dir(d) => model.fully_known(d),
+                                _ => false,
+                            })
                         })
-                    })
             });
         if !known {
             continue;

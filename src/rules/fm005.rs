@@ -168,7 +168,13 @@ fn uncertainty(model: &Model, layer: &Layer) -> Option<String> {
 }
 
 /// Where the entry `hc` of `layer`'s list is.
-fn place(model: &Model, layer_id: LayerId, layer: &Layer, hc: &HealthCheck, unsure: &Option<String>) -> Place {
+fn place(
+    model: &Model,
+    layer_id: LayerId,
+    layer: &Layer,
+    hc: &HealthCheck,
+    unsure: &Option<String>,
+) -> Place {
     if layer.inventory().any(|(_, r)| hc.matches(&r.key)) {
         return Place::Here;
     }
@@ -280,11 +286,19 @@ fn describe(
         message.push_str(&format!(", {unlisted} of them not listed"));
     }
     let of = |want: fn(&Place) -> bool| -> Vec<&HealthCheck> {
-        places.iter().filter(|(_, p)| want(p)).map(|(hc, _)| *hc).collect()
+        places
+            .iter()
+            .filter(|(_, p)| want(p))
+            .map(|(hc, _)| *hc)
+            .collect()
     };
     let mut severity = Severity::Note;
     for (hc, p) in &places {
-        let Place::Elsewhere { layer: other, after } = p else {
+        let Place::Elsewhere {
+            layer: other,
+            after,
+        } = p
+        else {
             continue;
         };
         severity = Severity::Warning;
@@ -335,7 +349,10 @@ fn describe(
         let made = if made.is_empty() {
             String::new()
         } else {
-            format!(" or made by {}, which it applies and waits on", made.join(", "))
+            format!(
+                " or made by {}, which it applies and waits on",
+                made.join(", ")
+            )
         };
         match &unsure {
             Some(why) if !unknown.is_empty() => message.push_str(&format!(
@@ -482,7 +499,10 @@ fn plan_fix(
             // waiting for this layer (fluxmend's transition gate does not play health).
             for (hc, p) in places {
                 match p {
-                    Place::Elsewhere { layer: other, after: true } => {
+                    Place::Elsewhere {
+                        layer: other,
+                        after: true,
+                    } => {
                         return Err(format!(
                             "--strategy health-checks would make {} wait for {}, which only {} \
                              applies, and {} depends on {}: a fresh cluster would deadlock. \

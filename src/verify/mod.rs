@@ -261,11 +261,18 @@ fn check(
             describe(extra)
         ));
     }
+    // An error is new when its file did not report it before, wherever the edit moved its line.
+    let reported_before: HashSet<(&str, &str)> = model
+        .diagnostics
+        .iter()
+        .map(|d| (d.file.as_str(), d.message.as_str()))
+        .collect();
     let new_errors: Vec<_> = after
         .diagnostics
         .iter()
         .filter(|d| {
-            d.severity == crate::diagnostics::Severity::Error && !model.diagnostics.contains(d)
+            d.severity == crate::diagnostics::Severity::Error
+                && !reported_before.contains(&(d.file.as_str(), d.message.as_str()))
         })
         .collect();
     if let Some(d) = new_errors.first() {

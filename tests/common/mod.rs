@@ -879,7 +879,13 @@ pub fn assert_no_finding_of(rule: &str, case: &str) {
 /// document (`# ID name`) and `rules` lists it.
 pub fn assert_unfixable_and_documented(rule: &str, name: &str, case: &str) {
     let root = fixture(case, "before");
-    let fix = fluxmend(["fix", root.to_str().unwrap(), "--rule", rule]);
+    let fix = fluxmend([
+        "fix",
+        root.to_str().unwrap(),
+        "--rule",
+        rule,
+        "--show-notes",
+    ]);
     fix.assert_no_panic();
     assert_eq!(fix.stdout, "", "no diff: {}", fix.stderr);
     assert!(fix.stderr.contains("no fix: "), "{}", fix.stderr);
