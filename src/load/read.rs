@@ -104,5 +104,13 @@ mod tests {
             );
         }
         assert!(read_repo_file(&root, "d/none").unwrap_err().is_missing());
+        // Off Windows a backslash is a byte of the name, not a way out of the directory.
+        std::fs::write(tmp.path().join("d/a\\b.yaml"), "named").unwrap();
+        assert_eq!(read_repo_file(&root, "d/a\\b.yaml").unwrap(), b"named");
+        assert!(
+            read_repo_file(&root, "d\\..\\..\\x")
+                .unwrap_err()
+                .is_missing()
+        );
     }
 }

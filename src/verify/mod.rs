@@ -261,24 +261,11 @@ fn check(
             describe(extra)
         ));
     }
-    // An error is new when its file did not report it before, wherever the edit moved its line.
-    let reported_before: HashSet<(&str, &str)> = model
-        .diagnostics
-        .iter()
-        .map(|d| (d.file.as_str(), d.message.as_str()))
-        .collect();
-    let new_errors: Vec<_> = after
-        .diagnostics
-        .iter()
-        .filter(|d| {
-            d.severity == crate::diagnostics::Severity::Error
-                && !reported_before.contains(&(d.file.as_str(), d.message.as_str()))
-        })
-        .collect();
-    if let Some(d) = new_errors.first() {
+    // An error is new when its file reports it more often than before, wherever the edit moved
+    // its line.
+    if let Some((file, message)) = first_new_error(&model.diagnostics, &after.diagnostics) {
         return Err(format!(
-            "render gate: the change introduces a problem: {}: {}",
-            d.file, d.message
+            "render gate: the change introduces a problem: {file}: {message}"
         ));
     }
     // Apply-context gate: every object is applied as before (cluster, identity, substitution,
@@ -525,4 +512,72 @@ fn combine(findings: &mut [Finding]) -> crate::edit::Changeset {
         }
     }
     combined
+}
+
+/// The first error (file, message) `after` reports more often than `before`: lines are left
+/// out, since an edit moves them.
+fn first_new_error<'a>(
+    before: &'a [crate::diagnostics::Diagnostic],
+    after: &'a [crate::diagnostics::Diagnostic],
+) -> Option<(&'a str, &'a str)> {
+    let counts = |diagnostics: &'a [crate::diagnostics::Diagnostic]| {
+        let mut count: BTreeMap<(&'a str, &'a str), usize> = BTreeMap::new();
+        for d in diagnostics {
+            if d.severity == crate::diagnostics::Severity::Error {
+                *count
+                    .entry((d.file.as_str(), d.message.as_str()))
+                    .or_default() += 1;
+            }
+        }
+        count
+    };
+    let before = counts(before);
+    counts(after)
+        .into_iter()
+        .find(|(key, n)| before.get(key).is_none_or(|b| b < n))
+        .map(|(key, _)| key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_new_error;
+    use crate::diagnostics::{Diagnostic, Severity};
+
+    fn error(file: &str, message: &str, line: usize) -> Diagnostic {
+        Diagnostic::new(Severity::Error, file, message.to_string()).at(line, 1)
+    }
+
+    #[test]
+    fn an_error_is_new_only_when_reported_more_often_than_before() {
+        let before = [error("a.yaml", "x is missing", 7)];
+        // Moved by the edit: not new.
+        assert_eq!(
+            first_new_error(&before, &[error("a.yaml", "x is missing", 3)]),
+            None
+        );
+        // Reported a second time, another message, another file: new.
+        let twice = [
+            error("a.yaml", "x is missing", 3),
+            error("a.yaml", "x is missing", 9),
+        ];
+        assert_eq!(
+            first_new_error(&before, &twice),
+            Some(("a.yaml", "x is missing"))
+        );
+        assert_eq!(
+            first_new_error(&before, &[error("a.yaml", "y is missing", 7)]),
+            Some(("a.yaml", "y is missing"))
+        );
+        assert_eq!(
+            first_new_error(&before, &[error("b.yaml", "x is missing", 7)]),
+            Some(("b.yaml", "x is missing"))
+        );
+        // A warning that becomes an error is new; a warning is never one.
+        let warning = [Diagnostic::new(Severity::Warning, "a.yaml", "z".into())];
+        assert_eq!(
+            first_new_error(&warning, &[error("a.yaml", "z", 1)]),
+            Some(("a.yaml", "z"))
+        );
+        assert_eq!(first_new_error(&[], &warning), None);
+    }
 }
