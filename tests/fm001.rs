@@ -20,6 +20,7 @@ const CASES: &[&str] = &[
     "fm001-prune-off",
     "fm001-app-folder",
     "fm001-carried-settings",
+    "fm001-bootstrap-cycle",
 ];
 
 #[test]
@@ -432,5 +433,57 @@ fn components_on_the_old_layer_are_refused_with_the_reason() {
     assert!(
         reason.contains("spec.components") && reason.contains(layer),
         "{reason}"
+    );
+}
+
+/// A tree that applies its own namespace-less root (no FluxInstance sync, no namespaced
+/// bootstrap Kustomization): the cycle is the root, with the namespace the layer applying it
+/// gives it, and every layer is live, so FM001 is found. When the cycle does not close (the
+/// root is no longer listed by the instance's layer; negative control), nothing is live and
+/// nothing is claimed.
+#[test]
+fn a_bootstrap_cycle_is_the_root() {
+    let live_layers = |root: &Path| {
+        let graph = fluxmend(["graph", root.to_str().unwrap(), "--format", "json"]).json();
+        let layers = graph["layers"].as_array().unwrap().clone();
+        let live: Vec<String> = layers
+            .iter()
+            .filter(|l| l["live"] == true)
+            .map(|l| {
+                format!(
+                    "{}/{}",
+                    l["namespace"].as_str().unwrap(),
+                    l["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        (layers.len(), live, layers.first().cloned())
+    };
+    let (count, live, first) = live_layers(&fixture("fm001-bootstrap-cycle", "before"));
+    assert_eq!(live.len(), count, "{live:?}");
+    let root = first.unwrap();
+    assert_eq!(
+        (&root["namespace"], &root["name"], &root["applied_by"]),
+        (
+            &"flux-system".into(),
+            &"flux-system".into(),
+            &serde_json::Value::Null
+        ),
+        "{root}"
+    );
+    let (finding, _) = first_finding_and_fix(&fixture("fm001-bootstrap-cycle", "before"), "FM001");
+    assert_eq!(finding["layer"]["name"], "flux-instance", "{finding}");
+
+    let repo = TempRepo::copy_of(&fixture("fm001-bootstrap-cycle", "before"));
+    let listing = "kubernetes/apps/flux-system/flux-instance/app/kustomization.yaml";
+    let open = repo.read(listing).replace("  - ./ks.yaml\n", "");
+    repo.write(listing, open);
+    let (_, live, _) = live_layers(repo.path());
+    assert!(live.is_empty(), "{live:?}");
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        report["findings"].as_array().unwrap().is_empty(),
+        "{report}"
     );
 }

@@ -1156,6 +1156,55 @@ impl Builder<'_, '_> {
         id
     }
 
+    /// The root of a tree that applies its own root: the namespace-less bootstrap `flux-system`
+    /// Kustomization (the name `flux bootstrap` and flux-operator give the root) shipped inside
+    /// the tree it syncs, taking its namespace from the layer that applies it
+    /// (`targetNamespace`). With no FluxInstance sync and no namespaced bootstrap Kustomization
+    /// to start from, every layer of such a tree lies below another one's path, yet once a
+    /// bootstrap script applied the root, Flux keeps the whole cycle reconciled: it is live.
+    /// Found by walking from the candidate in a throwaway builder: the cycle closes when the walk
+    /// reaches the candidate's own object, and gives the root the identity Flux gives it.
+    fn bootstrap_cycle(&self, flux_ks: &[ObjectIdx]) -> Option<Layer> {
+        let model = self.renderer.model;
+        flux_ks.iter().find_map(|&idx| {
+            let key = &model.object(idx).key;
+            if key.name != "flux-system" || key.namespace.is_some() || self.reached.contains(&idx) {
+                return None;
+            }
+            let mut trial = Builder {
+                renderer: Renderer::new(model),
+                layers: Vec::new(),
+                known: HashMap::default(),
+                source_roots: HashMap::default(),
+                options: self.options,
+                root_ids: HashSet::default(),
+                reached: HashSet::default(),
+                source_readers: self.source_readers.clone(),
+                diagnostics: Vec::new(),
+            };
+            // Tried in the namespace bootstrap gives it: its sourceRef (namespace-less too) then
+            // names the bootstrap source; the walk says which namespace the cycle gives it.
+            let bootstrap = ObjectKey {
+                namespace: Some(Name::from("flux-system")),
+                ..key.clone()
+            };
+            let start = trial.add(layer_from_object(model, idx, &bootstrap, 0, None));
+            trial.reached.clear();
+            trial.root_ids.insert((0, trial.layers[start].id.clone()));
+            trial.walk(vec![start]);
+            let mut root = match trial.layers.iter().skip(1).find(|l| l.object == Some(idx)) {
+                Some(closing) => closing.clone(),
+                None if trial.reached.contains(&idx) => trial.layers[start].clone(),
+                None => return None,
+            };
+            root.applied_by = None;
+            root.live = true;
+            root.variants = Vec::new();
+            root.source_root = None;
+            Some(root)
+        })
+    }
+
     /// Breadth-first from the roots: each layer's inventory names the layers it applies.
     fn walk(&mut self, roots: Vec<LayerId>) {
         let mut queue: std::collections::VecDeque<LayerId> = roots.into();
@@ -1280,6 +1329,16 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
                 }
                 let mut layer = layer_from_object(model, idx, &key, roots.len(), None);
                 layer.live = true;
+                let root = b.add(layer);
+                roots.push(root);
+                b.root_ids
+                    .insert((b.layers[root].cluster, b.layers[root].id.clone()));
+                b.walk(vec![root]);
+            }
+            if roots.is_empty()
+                && let Some(mut layer) = b.bootstrap_cycle(&flux_ks)
+            {
+                layer.cluster = roots.len();
                 let root = b.add(layer);
                 roots.push(root);
                 b.root_ids
