@@ -864,6 +864,69 @@ fn without_a_root_a_layer_left_out_of_a_synced_folder_is_not_live() {
     );
 }
 
+/// With no root, when the layer that syncs a folder cannot be built (an entry names a missing
+/// file), the Flux Kustomizations below that folder are not "unreferenced" defects of their own:
+/// whether Flux applies them is unknown until the one error is repaired. One error, the rest
+/// notes that name the failing layer; with the build repaired (negative control) they are live.
+#[test]
+fn below_a_layer_whose_build_fails_the_layers_are_unknown_not_warnings() {
+    let ks = |name: &str, path: &str| {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+        )
+    };
+    let repo = TempRepo::empty();
+    repo.write("cluster/apps.yaml", ks("apps", "./apps")).write(
+        "apps/kustomization.yaml",
+        "resources:\n  - ./web/ks.yaml\n  - ./db/ks.yaml\n  - ./gone/ks.yaml\n",
+    );
+    for app in ["web", "db"] {
+        repo.write(
+            &format!("apps/{app}/ks.yaml"),
+            ks(app, &format!("./apps/{app}/app")),
+        )
+        .write(
+            &format!("apps/{app}/app/cm.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {app}\n  namespace: default\n"
+            ),
+        );
+    }
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{report:#}");
+    for app in ["web", "db"] {
+        let d = find_diagnostic(
+            &report,
+            &format!("apps/{app}/ks.yaml"),
+            "which flux-system/apps syncs, but that layer's build fails",
+        );
+        assert_eq!(d["severity"], "note", "{d:#}");
+    }
+    assert!(
+        diagnostics(&report).iter().all(|d| d["severity"] == "note"
+            || d["file"] == "apps/kustomization.yaml"
+            || d["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("flux-system/apps")),
+        "{report:#}"
+    );
+    assert!(
+        diagnostics(&report)
+            .iter()
+            .all(|d| d["severity"] != "warning"),
+        "{report:#}"
+    );
+
+    repo.write(
+        "apps/kustomization.yaml",
+        "resources:\n  - ./web/ks.yaml\n  - ./db/ks.yaml\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    assert_eq!(summary(&report, "live_layers"), 3, "{report:#}");
+}
+
 /// Every `healthy-*` fixture (unusual but valid layouts: transformers, ResourceSets) checks
 /// clean: exit 0, no finding, no diagnostic above a note.
 #[test]

@@ -1378,8 +1378,7 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             synced_dirs
                 .iter()
                 .filter(|(other, _)| *other != idx)
-                .map(|(_, dir)| dir)
-                .find(|dir| {
+                .find(|(_, dir)| {
                     path.strip_prefix(dir.as_str())
                         .is_some_and(|rest| rest.starts_with('/'))
                 })
@@ -1399,19 +1398,41 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
             let synced_dir = below_a_synced_dir(idx);
             layer.live = no_roots && synced_dir.is_none();
             if !layer.live {
-                let why = match synced_dir {
-                    Some(dir) if no_roots => format!(
-                        "Flux Kustomization {} is below {dir}, which a layer syncs, but no layer's build takes it (unreferenced): not treated as live",
-                        layer.id
+                // Below a live layer whose build fails, what Flux applies is unknown (it applies
+                // nothing new until the build is repaired): a consequence of the error reported
+                // at that layer, not a second defect.
+                let failed_syncer = synced_dir.and_then(|(other, _)| {
+                    b.layers.iter().find(|l| {
+                        l.live
+                            && l.object == Some(*other)
+                            && l.variants.iter().any(|v| v.error.is_some())
+                    })
+                });
+                let (severity, why) = match (synced_dir, failed_syncer) {
+                    (Some((_, dir)), Some(syncer)) if no_roots => (
+                        Severity::Note,
+                        format!(
+                            "Flux Kustomization {} is below {dir}, which {} syncs, but that layer's build fails (reported there), so whether Flux applies it is unknown: not treated as live",
+                            layer.id, syncer.id
+                        ),
                     ),
-                    _ => format!(
-                        "Flux Kustomization {} is not applied by any root (unreferenced): not treated as live",
-                        layer.id
+                    (Some((_, dir)), None) if no_roots => (
+                        Severity::Warning,
+                        format!(
+                            "Flux Kustomization {} is below {dir}, which a layer syncs, but no layer's build takes it (unreferenced): not treated as live",
+                            layer.id
+                        ),
+                    ),
+                    _ => (
+                        Severity::Warning,
+                        format!(
+                            "Flux Kustomization {} is not applied by any root (unreferenced): not treated as live",
+                            layer.id
+                        ),
                     ),
                 };
                 b.diagnostics.push(
-                    Diagnostic::new(Severity::Warning, &model.repo.file(obj.file).path, why)
-                        .at(obj.line, 1),
+                    Diagnostic::new(severity, &model.repo.file(obj.file).path, why).at(obj.line, 1),
                 );
             }
             let id = b.add(layer);
