@@ -472,11 +472,12 @@ fn options_naming_nothing_exit_2() {
     }
 }
 
-/// A tree with no Flux object (empty, plain manifests, or PATH one level too deep) is not a
-/// silent pass: a warning says nothing was analysed, and `check` exits 1 at its default
-/// `--fail-on warning`; `fix` shows it and has nothing to change.
+/// A tree with no Flux object (empty, plain manifests, a tenant repository another one's Flux
+/// applies, or PATH one level too deep) is not a silent pass, but the repository need not change:
+/// a note says nothing was analysed, the text summary always shows it as a hint, and `check`
+/// exits 0; `fix` has nothing to change.
 #[test]
-fn no_flux_object_is_a_warning_not_a_silent_pass() {
+fn no_flux_object_is_said_but_passes() {
     let plain = TempRepo::empty();
     plain.write(
         "deploy.yaml",
@@ -489,32 +490,32 @@ fn no_flux_object_is_a_warning_not_a_silent_pass() {
         layout.path().join("apps"),
     ] {
         let run = fluxmend(command_args("check", &root, &["--format", "json"]));
-        assert_eq!(run.code, 1, "{}: {}", root.display(), run.stdout);
+        assert_eq!(run.code, 0, "{}: {}", root.display(), run.stdout);
         let report = run.json();
-        let d = common::assert_diagnostic(&report, "", "no Flux Kustomization", "warning");
+        let d = common::assert_diagnostic(&report, "", "no Flux Kustomization", "note");
         assert!(
             d["message"]
                 .as_str()
                 .unwrap()
                 .contains("Point PATH at the root")
         );
-        // Paths in text are relative to the current directory: `.` is the root run in.
+        // Shown without --show-notes: the summary's hint says it.
         let text = common::fluxmend_in(&root, ["check", "."]);
+        assert_eq!(text.code, 0, "{}", text.stdout);
         assert!(
-            text.stdout.starts_with(".: warning: no Flux Kustomization"),
+            common::unwrapped(&text.stdout).contains("hint: no Flux Kustomization"),
             "{}",
             text.stdout
         );
         let fix = fluxmend(command_args("fix", &root, &[]));
         assert_eq!(fix.code, 0, "{}", fix.stderr);
-        assert!(
-            fix.stderr.contains("no Flux Kustomization"),
-            "{}",
-            fix.stderr
-        );
-        assert_eq!(
-            fluxmend(command_args("check", &root, &["--fail-on", "error"])).code,
-            0
-        );
+        assert!(fix.stderr.contains("nothing to change"), "{}", fix.stderr);
     }
+    // Negative control: a tree with a layer has no such hint.
+    let text = common::fluxmend_in(layout.path(), ["check", "."]);
+    assert!(
+        !text.stdout.contains("nothing was analysed"),
+        "{}",
+        text.stdout
+    );
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::emit::escape;
 use crate::emit::text::{self, FindingWriter, Shown};
-use crate::model::{Layer, LayerRef, Model};
+use crate::model::{Layer, LayerRef, Model, NOTHING_ANALYSED};
 use crate::rules::Finding;
 use crate::rules::plural;
 use crate::rules::suppress::Suppressed;
@@ -159,6 +159,9 @@ pub fn check_text(
     let severities = findings.iter().map(|f| f.severity);
     hidden_notes(&mut line, severities, diagnostics, shown);
     text::wrap(&mut out, "", text::CONTINUATION, &line);
+    if summary.layers == 0 && !shown.shows(Severity::Note) {
+        text::wrap(&mut out, "hint: ", text::CONTINUATION, NOTHING_ANALYSED);
+    }
     if summary.rootless {
         no_root_hint(&mut out);
     }

@@ -35,6 +35,13 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo};
 
+/// What `check` says of a PATH with no Flux layer: a note in the report, and always in the text
+/// summary.
+pub const NOTHING_ANALYSED: &str = "no Flux Kustomization (kustomize.toolkit.fluxcd.io) and no \
+    FluxInstance below PATH: nothing was analysed. Point PATH at the root of the Flux repository \
+    (or at the folder pushed as the OCI artifact), and check that .gitignore or .sourceignore do \
+    not hide its files";
+
 /// Objects by (kind, name), in repository order.
 type KindNameIndex = HashMap<(Name, Name), Vec<ObjectIdx>>;
 
@@ -135,17 +142,13 @@ impl<'r> Model<'r> {
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
         if model.layers.is_empty() {
-            // Nothing Flux-shaped: an empty or plain-manifest tree, or the wrong PATH. Saying
-            // nothing would let "no finding" pass for "analysed and fine".
-            model.diagnostics.push(Diagnostic::new(
-                Severity::Warning,
-                "",
-                "no Flux Kustomization (kustomize.toolkit.fluxcd.io) and no FluxInstance below \
-                 PATH: nothing was analysed. Point PATH at the root of the Flux repository (or \
-                 at the folder pushed as the OCI artifact), and check that .gitignore or \
-                 .sourceignore do not hide its files"
-                    .into(),
-            ));
+            // Nothing Flux-shaped: an empty or plain-manifest tree, a repository another one's
+            // Flux applies (a tenant's apps), or the wrong PATH. The repository need not change,
+            // so it is a note (the text summary always says it): saying nothing would let "no
+            // finding" pass for "analysed and fine".
+            model
+                .diagnostics
+                .push(Diagnostic::new(Severity::Note, "", NOTHING_ANALYSED.into()));
         }
         required::check(&mut model);
         model.dependents_of = vec![Vec::new(); model.layers.len()];
