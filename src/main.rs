@@ -1050,7 +1050,9 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         .map(|t| failure::Target::parse(t))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let (repo, options, _) = load(&args.repo)?;
+    let (repo, options, config) = load(&args.repo)?;
+    // The fixes `fix` would offer: the rules the configuration leaves on, their suppressions.
+    let rules = select_rules(&[], &[], &config)?;
     let model = Model::build(&repo, &options);
     let unknown: Vec<String> = failure::unknown(&model, &targets)
         .iter()
@@ -1070,9 +1072,12 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
         let next = {
             let base = fixed.as_ref().unwrap_or(&repo);
             let model = Model::build(base, &options);
-            let findings =
-                fluxmend::rules::suppress::apply(&model, fluxmend::rules::run(&model, &[]), &[])
-                    .findings;
+            let (findings, _, _) = findings_and_diagnostics(
+                &model,
+                &rules,
+                fluxmend::rules::Strategy::default(),
+                config.clone(),
+            );
             // Each round's base is the previous round: its fixes are taken as deployed.
             let plan = fluxmend::verify::gates::plan_with(
                 base,

@@ -243,6 +243,27 @@ fn failing_an_object_no_layer_applies_is_a_usage_error() {
     assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
+/// "After fluxmend's fixes" means the fixes `fix` offers: a rule `.fluxmend.yaml` disables
+/// offers none, so the outcome is the same and no after section is shown; with the rule on
+/// (negative control) it is.
+#[test]
+fn the_after_section_leaves_out_the_fixes_of_disabled_rules() {
+    let repo = TempRepo::copy_of(&fixture("flux-instance-oci-provider", "before"));
+    let target = [
+        "--fail",
+        "FluxInstance/flux-system/flux",
+        "--format",
+        "json",
+    ];
+    let on = simulate(repo.path(), &target);
+    assert_eq!(on.code, 0, "{}", on.stderr);
+    assert_ne!(on.json()["after_fixes"], Value::Null, "{}", on.stdout);
+    repo.write(".fluxmend.yaml", "rules:\n  FM001: {enabled: false}\n");
+    let off = simulate(repo.path(), &target);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    assert_eq!(off.json()["after_fixes"], Value::Null, "{}", off.stdout);
+}
+
 #[test]
 fn the_after_section_is_there_only_when_a_fix_changes_the_outcome() {
     // The fixes move the FluxInstance; a failing app in `apps` stalls the same either way.
