@@ -927,6 +927,54 @@ fn below_a_layer_whose_build_fails_the_layers_are_unknown_not_warnings() {
     assert_eq!(summary(&report, "live_layers"), 3, "{report:#}");
 }
 
+/// A generator file given as an http(s) URL is fetched by kustomize's loader when Flux builds
+/// the layer (`FileLoader.Load`): not a missing file. The ConfigMap is in the layer; a note says
+/// its content (and, when hashed, its name's suffix) is unknown. A missing local file (negative
+/// control) stays an error.
+#[test]
+fn a_generator_file_fetched_over_http_is_not_a_missing_file() {
+    let repo = TempRepo::flux_layout();
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\nconfigMapGenerator:\n  - name: dashboards\n    options:\n      disableNameSuffixHash: true\n    files:\n      - cluster.json=https://raw.example.org/dashboards/cluster.json\n  - name: hashed\n    files:\n      - HTTPS://raw.example.org/dashboards/logs.json\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 0, "{report:#}");
+    let d = find_diagnostic(
+        &report,
+        "apps/kustomization.yaml",
+        "configMapGenerator dashboards",
+    );
+    assert_eq!(d["severity"], "note", "{d:#}");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .contains("fetched over the network"),
+        "{d:#}"
+    );
+    let d = find_diagnostic(
+        &report,
+        "apps/kustomization.yaml",
+        "configMapGenerator hashed",
+    );
+    assert!(
+        d["message"].as_str().unwrap().contains("hash suffix"),
+        "{d:#}"
+    );
+    let graph = repo.graph_json().to_string();
+    assert!(graph.contains("\"dashboards\""), "{graph}");
+
+    repo.write(
+        "apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - app.yaml\nconfigMapGenerator:\n  - name: dashboards\n    files:\n      - cluster.json=dashboards/cluster.json\n",
+    );
+    let (run, report) = repo.check_json(&[]);
+    assert_eq!(run.code, 1, "{report:#}");
+    let d = find_diagnostic(&report, "apps/kustomization.yaml", "does not exist");
+    assert_eq!(d["severity"], "error", "{d:#}");
+}
+
 /// Every `healthy-*` fixture (unusual but valid layouts: transformers, ResourceSets) checks
 /// clean: exit 0, no finding, no diagnostic above a note.
 #[test]

@@ -59,8 +59,8 @@ pub(super) fn generate(
             if matches!(text(&["behavior"]).as_deref(), Some("merge" | "replace")) {
                 continue;
             }
-            let data = match entry_data(repo, dir, yaml, entry) {
-                Ok(data) => data,
+            let (data, remote) = match entry_data(repo, dir, yaml, entry) {
+                Ok(read) => read,
                 Err(e) => {
                     diagnostics.push(
                         Diagnostic::new(
@@ -75,7 +75,20 @@ pub(super) fn generate(
             };
             let no_hash =
                 global_no_hash || flag(yaml, entry, &["options", "disableNameSuffixHash"]);
-            let hash_suffix = (!no_hash).then(|| {
+            if let Some(url) = remote.first() {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Severity::Note,
+                        &source.path,
+                        format!(
+                            "{field} {name}: {url} is fetched over the network when the layer is built (kustomize loads http(s) files, and Flux with it): its content{} is unknown to fluxmend",
+                            if no_hash { "" } else { ", so the name's hash suffix," }
+                        ),
+                    )
+                    .at(line, col),
+                );
+            }
+            let hash_suffix = (!no_hash && remote.is_empty()).then(|| {
                 let encoded = if kind == "ConfigMap" {
                     config_map_encoding(&data)
                 } else {
@@ -118,15 +131,19 @@ fn flag(yaml: &YamlFile, node: NodeId, keys: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
+/// A generator entry's keys and values.
+type Data = Vec<(String, Vec<u8>)>;
+
 /// The key/value data of one generator entry, as kustomize's `api/kv` loads it: `envs` (and
 /// `env`), `literals`, then `files`, sorted by key; a repeated key is an error, as in kustomize.
-/// Values are bytes: a file need not be text.
+/// Values are bytes: a file need not be text. Also the http(s) URLs among its files, which
+/// kustomize's loader fetches (`FileLoader.Load`, `IsRemoteFile`): their data is not known here.
 fn entry_data(
     repo: &Repo,
     dir: &str,
     yaml: &YamlFile,
     entry: NodeId,
-) -> Result<Vec<(String, Vec<u8>)>, String> {
+) -> Result<(Data, Vec<String>), String> {
     let list = |key: &str| -> Vec<String> {
         yaml.lookup(entry, &[key]).map_or_else(Vec::new, |l| {
             yaml.items(l)
@@ -139,13 +156,18 @@ fn entry_data(
         let path = join(dir, rel).ok_or_else(|| format!("`{rel}` leaves the repository root"))?;
         file_bytes(repo, &path)
     };
-    let mut data: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut data: Data = Vec::new();
+    let mut remote = Vec::new();
     let env = yaml
         .lookup(entry, &["env"])
         .and_then(|n| yaml.scalar(n))
         .filter(|e| !e.is_empty())
         .map(str::to_string);
     for path in list("envs").into_iter().chain(env) {
+        if is_remote_file(&path) {
+            remote.push(path);
+            continue;
+        }
         data.extend(env_pairs(&path, &read(&path)?)?);
     }
     for literal in list("literals") {
@@ -157,6 +179,10 @@ fn entry_data(
     }
     for source in list("files") {
         let (key, path) = file_source(&source)?;
+        if is_remote_file(&path) {
+            remote.push(path);
+            continue;
+        }
         data.push((key, read(&path)?));
     }
     data.sort_by(|a, b| a.0.cmp(&b.0));
@@ -166,7 +192,15 @@ fn entry_data(
             w[0].0
         ));
     }
-    Ok(data)
+    Ok((data, remote))
+}
+
+/// A path kustomize fetches over HTTP instead of reading (`IsRemoteFile`: a URL whose scheme is
+/// http or https, in any case).
+fn is_remote_file(path: &str) -> bool {
+    path.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+    })
 }
 
 /// The bytes of a file of the build, as Flux's artifact holds it: a parsed YAML file as the
