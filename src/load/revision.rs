@@ -370,6 +370,11 @@ fn is_hfs_dotgit(name: &[u8]) -> bool {
     kept.eq_ignore_ascii_case(".git")
 }
 
+/// How deep a tree may nest: git's own limit (`core.maxTreeDepth`, 4096 since git 2.45), past
+/// which it refuses to read a tree. A crafted commit can nest trees without end (a checkout
+/// cannot: paths have a length limit); 20,000 levels overflowed the stack.
+const MAX_TREE_DEPTH: usize = 4096;
+
 /// List the tree `id` as the walk of its checkout at `root` would (see [`super::walk`]): the
 /// ignore files of each directory apply to what lies below it, the nearest match wins, a
 /// `.sourceignore` match before a `.gitignore` one, and an ignored directory is not entered.
@@ -387,10 +392,21 @@ fn list(
         kind: EntryKind::Dir,
         default_ignored: false,
     });
-    // (directory relative to the root, its tree, the ignore files from the root down to it)
+    // (directory relative to the root, its tree, the ignore files from the root down to it;
+    // its depth is the chain's length)
     let mut pending: Vec<(String, git2::Oid, Vec<Arc<DirIgnores>>)> =
         vec![(String::new(), id, Vec::new())];
     while let Some((dir, id, mut chain)) = pending.pop() {
+        if chain.len() >= MAX_TREE_DEPTH {
+            listing.problems.push((
+                dir,
+                format!(
+                    "skipped with everything below it: deeper than {MAX_TREE_DEPTH} directories, \
+                     which git refuses (core.maxTreeDepth), so no checkout has it"
+                ),
+            ));
+            continue;
+        }
         let tree = git
             .find_tree(id)
             .map_err(|e| incomplete(&format!("{dir}/ ({})", e.message()), 1))?;
