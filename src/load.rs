@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{ParseError, YamlFile};
 
+mod ignore_files;
 pub mod read;
 pub mod resourceset;
 pub mod revision;
@@ -557,21 +558,24 @@ fn walk(root: &Path, ignores: Arc<Ignores>) -> Listing {
     // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
     // or without a `.git` directory. Not `.ignore` files, not ignore files above the root,
     // not the user's global excludes nor `.git/info/exclude`: none of them reach Flux.
+    let own = Arc::new(ignore_files::WorkTree::new(root));
     let walker = WalkBuilder::new(root)
         .hidden(false)
         .follow_links(false)
         .parents(false)
         .ignore(false)
-        .git_ignore(true)
+        // The repository's ignore files are read by fluxmend (see `ignore_files`), not by the
+        // walker, which would follow links and read without a limit.
+        .git_ignore(false)
         .git_global(false)
         .git_exclude(false)
         .require_git(false)
-        .add_custom_ignore_filename(".sourceignore")
         .filter_entry({
             let ignores = ignores.clone();
+            let own = own.clone();
             move |e| {
                 let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                !ignores.leaves_out(e.path(), is_dir)
+                !ignores.leaves_out(e.path(), is_dir) && !own.ignores(e.path(), is_dir)
             }
         })
         .build_parallel();
@@ -619,6 +623,7 @@ fn walk(root: &Path, ignores: Arc<Ignores>) -> Listing {
         })
     });
     let mut listing = Listing::default();
+    listing.problems.extend(own.take_problems());
     for item in found.into_inner().expect("no walker thread panics") {
         match item {
             Walked::Entry(entry) => listing.entries.push(entry),

@@ -1012,6 +1012,28 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
                 (revision(from, Some(&after))?, after)
             }
         };
+        // What a revision holds that fluxmend skipped (a name git refuses, a file over the
+        // size limit, one that does not parse) is left out of its rollout: say so, as `check`
+        // says it of the work tree.
+        for (rev, repo) in [Some(from), args.to.as_ref()]
+            .into_iter()
+            .zip([&before, &after])
+            .filter_map(|(rev, repo)| Some((rev?, repo)))
+        {
+            for d in repo
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity >= Severity::Warning)
+            {
+                eprintln!(
+                    "fluxmend: {}: at {}: {}: {}",
+                    d.severity,
+                    fluxmend::emit::escape::terminal(rev),
+                    fluxmend::emit::escape::terminal(&d.file),
+                    fluxmend::emit::escape::terminal(&d.message)
+                );
+            }
+        }
         let options = ModelOptions {
             roots: args.repo.roots.clone(),
             source_root: args.repo.source_root.clone(),

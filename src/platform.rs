@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 
 /// Why a file below a root could not be opened.
@@ -126,7 +126,7 @@ pub fn private_temp_dir(prefix: &str) -> io::Result<tempfile::TempDir> {
 }
 
 /// Whether `path` is a file this process may run.
-pub fn is_executable(path: &Path) -> bool {
+fn is_executable(path: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
@@ -141,8 +141,24 @@ pub fn is_executable(path: &Path) -> bool {
     }
 }
 
+/// The program `name` from `PATH`, from its absolute entries only: a relative entry (`.`, or
+/// the empty entry of `PATH=/usr/bin:`) names the current directory, which is often the
+/// repository's, so a repository could ship the `kustomize` or `git` that fluxmend runs (Go's
+/// `exec.LookPath` refuses such a match for the same reason).
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .find_map(|dir| {
+            executable_names(name)
+                .into_iter()
+                .map(|n| dir.join(n))
+                .find(|p| is_executable(p))
+        })
+}
+
 /// The names an executable `name` may have on this system (`kubectl.exe` on Windows).
-pub fn executable_names(name: &str) -> Vec<String> {
+fn executable_names(name: &str) -> Vec<String> {
     if cfg!(windows) {
         vec![format!("{name}.exe"), name.to_string()]
     } else {

@@ -342,3 +342,54 @@ fn builds_run_in_a_scrubbed_environment_without_network() {
         }
     }
 }
+
+/// fluxmend never runs a program of the repository (issue 24 item 2): with a relative entry in
+/// `PATH` (the empty one of `PATH=:/usr/bin`, or `.`), the `kustomize` the gate looked up and the
+/// `git` that `--commit` runs inside the work tree (here to sign) were the repository's own. Only
+/// `PATH`'s absolute entries are searched: the real renderer builds, and the repository's
+/// programs never run.
+#[test]
+fn programs_in_the_repository_never_run() {
+    let marker = tempfile::tempdir().unwrap();
+    let ran = marker.path().join("ran");
+    let repo = TempRepo::with_flux_instance();
+    for name in ["kustomize", "kubectl", "git"] {
+        repo.write(
+            name,
+            format!("#!/bin/sh\necho {name} >> {}\nexit 1\n", ran.display()),
+        );
+        std::fs::set_permissions(
+            repo.path().join(name),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let dir = repo.path();
+    common::git(dir, &["init", "-q"]);
+    common::git(dir, &["config", "user.name", "t"]);
+    common::git(dir, &["config", "user.email", "t@t"]);
+    common::git(dir, &["add", "-A"]);
+    common::git(dir, &["commit", "-qm", "init"]);
+    common::git(dir, &["config", "commit.gpgsign", "true"]);
+    let path = format!(":.:{}", std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fluxmend"))
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run fluxmend");
+        stderr(&out)
+    };
+    let gate = run(&["fix", "--verify", "kustomize", "."]);
+    // git itself ran, to sign: the signature fails here (no key), the commit is refused.
+    let commit = run(&["fix", "--verify", "builtin", "--commit", "."]);
+    assert!(
+        !ran.exists(),
+        "ran: {}\n{gate}\n{commit}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+    assert!(gate.contains("verified: builtin + kustomize"), "{gate}");
+    assert!(commit.contains("gpg"), "{commit}");
+}

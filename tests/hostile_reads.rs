@@ -132,3 +132,53 @@ fn a_fifo_named_yaml_does_not_hang_check() {
         "the rest is analysed: {findings:?}"
     );
 }
+
+/// The repository's ignore files are read as every other file (issue 24 items 3 and 7): the
+/// walker would open them itself, through links and without a limit — a `.gitignore` linked to
+/// `/dev/zero` took 6 GB, a FIFO named `.sourceignore` hung `check`, a link to an outside file
+/// decided what was analysed. Each is skipped with a diagnostic naming it, ignores nothing, and
+/// the rest is analysed.
+#[test]
+fn ignore_files_are_never_read_through_a_link_nor_without_bound() {
+    let outside = tempfile::tempdir().unwrap();
+    // Read, this would ignore the only object of the generated layer `infra`.
+    std::fs::write(outside.path().join("patterns"), "namespace.yaml\n").unwrap();
+    let repo = TempRepo::with_flux_instance();
+    repo.symlink(outside.path().join("patterns"), "infra/.gitignore")
+        .symlink("/dev/zero", "clusters/.gitignore")
+        .write("apps/sub/cm.yaml", "");
+    mkfifo(&repo.path().join(".sourceignore"));
+    let file = std::fs::File::create(repo.path().join("apps/sub/.gitignore")).unwrap();
+    file.set_len(1 << 30).unwrap();
+    let report = check(&repo);
+    for (file, why) in [
+        ("infra/.gitignore", "symbolic link"),
+        ("clusters/.gitignore", "symbolic link"),
+        (".sourceignore", "named pipe (FIFO), not a regular file"),
+        (
+            "apps/sub/.gitignore",
+            "1073741824 bytes is over the 8388608 byte limit",
+        ),
+    ] {
+        let d = common::find_diagnostic(&report, file, why);
+        assert!(
+            d["message"]
+                .as_str()
+                .unwrap()
+                .contains("it ignores nothing"),
+            "{d:#}"
+        );
+    }
+    let graph = repo.graph_json();
+    assert!(
+        inventory(layer(&graph, "flux-system", "infra"))
+            .iter()
+            .any(|(kind, _, name)| kind == "Namespace" && name == "infra"),
+        "the outside patterns were applied"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["rule"] == "FM001"),
+        "the rest is analysed: {findings:?}"
+    );
+}

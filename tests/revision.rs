@@ -130,6 +130,17 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
             run.stdout,
             run.stderr
         );
+        // simulate says what it left out of the revision, as check says it of a work tree.
+        if args[0] == "simulate" {
+            for name in ["../escaped.yaml", ".git/config", "GIT~1", absolute.as_str()] {
+                assert!(
+                    run.stderr
+                        .contains(&format!("warning: at HEAD: {name}: skipped")),
+                    "{args:?}: {name} not reported:\n{}",
+                    run.stderr
+                );
+            }
+        }
     }
     // Nothing below the sandbox changed: no file escaped the (former) temporary tree, nothing
     // was left in TMPDIR, git's own files are untouched.
@@ -168,6 +179,33 @@ fn tree_entries_git_refuses_are_skipped_and_nothing_is_written() {
                 || !d.message.contains("git refuses"))
     );
     assert!(!repo.is_dir(".GIT") && !repo.is_file("../escaped.yaml"));
+}
+
+/// Trees nested deeper than git's own limit (`core.maxTreeDepth`, 4096): a crafted commit can
+/// nest them without end, and 20,000 levels overflowed the stack. What lies below the limit is
+/// skipped and said; the rest of the revision is read.
+#[test]
+fn trees_nested_beyond_gits_limit_are_skipped_and_said() {
+    let work = tempfile::tempdir().unwrap();
+    let git = git2::Repository::init(work.path()).unwrap();
+    let cm = git.blob(CONFIGMAP.as_bytes()).unwrap();
+    let mut deep = raw_tree(&git, &[("100644", b"deep.yaml", cm)]);
+    for _ in 0..20_000 {
+        deep = raw_tree(&git, &[("40000", b"d", deep)]);
+    }
+    let root = raw_tree(&git, &[("100644", b"cm.yaml", cm), ("40000", b"d", deep)]);
+    commit(&git, root, "deep");
+    let path = work.path().to_str().unwrap();
+    let run = common::fluxmend(["simulate", "--from", "HEAD", path]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("deeper than 4096 directories"),
+        "{}",
+        run.stderr
+    );
+    let repo = load_revision(work.path(), "HEAD", &[], None).unwrap();
+    let paths: Vec<&str> = repo.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["cm.yaml"]);
 }
 
 /// A zlib stream of `data` in stored (uncompressed) blocks: a loose object written by hand.

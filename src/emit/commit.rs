@@ -108,7 +108,10 @@ fn run_git(
     env: &[(&str, &str)],
 ) -> Result<String, String> {
     let workdir = repo.workdir().unwrap_or_else(|| repo.path());
-    let mut child = Command::new("git")
+    // Found before it runs in the work tree, and never there (see `find_program`).
+    let git = crate::platform::find_program("git")
+        .ok_or("git: not found on PATH (its absolute entries)")?;
+    let mut child = Command::new(git)
         .arg("--git-dir")
         .arg(repo.path())
         .arg("--work-tree")

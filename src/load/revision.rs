@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ignore::Match;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::gitignore::Gitignore;
 
+use super::ignore_files::{self, DirIgnores, ignored};
 use super::read::ReadError;
 use super::{
     Contents, EntryKind, Ignores, Listing, Origin, Repo, SourceFile, WalkedEntry, decode_text,
@@ -370,11 +370,10 @@ fn is_hfs_dotgit(name: &[u8]) -> bool {
     kept.eq_ignore_ascii_case(".git")
 }
 
-/// One directory's own ignore files.
-struct DirIgnores {
-    gitignore: Gitignore,
-    sourceignore: Gitignore,
-}
+/// How deep a tree may nest: git's own limit (`core.maxTreeDepth`, 4096 since git 2.45), past
+/// which it refuses to read a tree. A crafted commit can nest trees without end (a checkout
+/// cannot: paths have a length limit); 20,000 levels overflowed the stack.
+const MAX_TREE_DEPTH: usize = 4096;
 
 /// List the tree `id` as the walk of its checkout at `root` would (see [`super::walk`]): the
 /// ignore files of each directory apply to what lies below it, the nearest match wins, a
@@ -393,10 +392,21 @@ fn list(
         kind: EntryKind::Dir,
         default_ignored: false,
     });
-    // (directory relative to the root, its tree, the ignore files from the root down to it)
+    // (directory relative to the root, its tree, the ignore files from the root down to it;
+    // its depth is the chain's length)
     let mut pending: Vec<(String, git2::Oid, Vec<Arc<DirIgnores>>)> =
         vec![(String::new(), id, Vec::new())];
     while let Some((dir, id, mut chain)) = pending.pop() {
+        if chain.len() >= MAX_TREE_DEPTH {
+            listing.problems.push((
+                dir,
+                format!(
+                    "skipped with everything below it: deeper than {MAX_TREE_DEPTH} directories, \
+                     which git refuses (core.maxTreeDepth), so no checkout has it"
+                ),
+            ));
+            continue;
+        }
         let tree = git
             .find_tree(id)
             .map_err(|e| incomplete(&format!("{dir}/ ({})", e.message()), 1))?;
@@ -421,8 +431,8 @@ fn list(
             })
         };
         chain.push(Arc::new(DirIgnores {
-            gitignore: ignore_file(".gitignore")?,
-            sourceignore: ignore_file(".sourceignore")?,
+            gitignore: ignore_file(ignore_files::NAMES[0])?,
+            sourceignore: ignore_file(ignore_files::NAMES[1])?,
         }));
         for entry in tree.iter() {
             let name = entry.name_bytes();
@@ -478,53 +488,18 @@ fn list(
     Ok(listing)
 }
 
-/// Whether the ignore files of `chain` (root first) ignore `path`: the `ignore` crate's rule,
-/// which the work-tree walk uses — the nearest directory with a match decides, and a
-/// `.sourceignore` match (a custom ignore file) wins over a `.gitignore` one.
-fn ignored(chain: &[Arc<DirIgnores>], path: &Path, is_dir: bool) -> bool {
-    let nearest = |pick: fn(&DirIgnores) -> &Gitignore| {
-        chain
-            .iter()
-            .rev()
-            .map(|d| pick(d).matched(path, is_dir))
-            .find(|m| !m.is_none())
-    };
-    let decided = nearest(|d| &d.sourceignore).or_else(|| nearest(|d| &d.gitignore));
-    matches!(decided, Some(Match::Ignore(_)))
-}
-
-/// The matcher of one ignore file at `dir`, read as the `ignore` crate reads one from disk: line
-/// by line, a leading BOM dropped, up to the first line that is not UTF-8; a line that is not
-/// a valid pattern is left out. A blob over the size limit ignores nothing; one the object store
-/// lacks is an error.
+/// The matcher of one ignore file at `dir` (see [`ignore_files::matcher`]). A blob over the
+/// size limit ignores nothing; one the object store lacks is an error.
 fn ignore_file(
     git: &git2::Repository,
     dir: &Path,
     blob: Option<git2::Oid>,
 ) -> Result<Gitignore, String> {
-    let bytes = match blob.map(|id| read_blob(git, id)) {
-        None | Some(Err(Unread::Skipped(_))) => return Ok(Gitignore::empty()),
-        Some(Err(Unread::Missing(why))) => return Err(why),
-        Some(Ok(bytes)) => bytes,
-    };
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let valid = &bytes[..e.valid_up_to()];
-            let whole_lines = valid.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-            std::str::from_utf8(&valid[..whole_lines]).unwrap_or_default()
-        }
-    };
-    let mut builder = GitignoreBuilder::new(dir);
-    for (i, line) in text.lines().enumerate() {
-        let line = if i == 0 {
-            line.trim_start_matches('\u{feff}')
-        } else {
-            line
-        };
-        let _ = builder.add_line(None, line);
+    match blob.map(|id| read_blob(git, id)) {
+        None | Some(Err(Unread::Skipped(_))) => Ok(Gitignore::empty()),
+        Some(Err(Unread::Missing(why))) => Err(why),
+        Some(Ok(bytes)) => Ok(ignore_files::matcher(dir, &bytes)),
     }
-    Ok(builder.build().unwrap_or_else(|_| Gitignore::empty()))
 }
 
 #[cfg(test)]

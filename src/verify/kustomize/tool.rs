@@ -52,11 +52,11 @@ pub struct Built {
 }
 
 impl Tool {
-    /// `kustomize`, else `kubectl`, from `PATH`.
+    /// `kustomize`, else `kubectl`, from `PATH` (its absolute entries).
     pub fn find() -> Option<Tool> {
-        find_on_path("kustomize")
+        platform::find_program("kustomize")
             .map(Tool::Kustomize)
-            .or_else(|| find_on_path("kubectl").map(Tool::Kubectl))
+            .or_else(|| platform::find_program("kubectl").map(Tool::Kubectl))
     }
 
     pub fn name(&self) -> &'static str {
@@ -209,14 +209,4 @@ fn seconds(d: Duration) -> String {
     } else {
         format!("{:.1}", d.as_secs_f64())
     }
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).find_map(|dir| {
-        platform::executable_names(name)
-            .into_iter()
-            .map(|n| dir.join(n))
-            .find(|p| platform::is_executable(p))
-    })
 }
