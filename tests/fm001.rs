@@ -449,13 +449,7 @@ fn a_bootstrap_cycle_is_the_root() {
         let live: Vec<String> = layers
             .iter()
             .filter(|l| l["live"] == true)
-            .map(|l| {
-                format!(
-                    "{}/{}",
-                    l["namespace"].as_str().unwrap(),
-                    l["name"].as_str().unwrap()
-                )
-            })
+            .map(common::layer_id)
             .collect();
         (layers.len(), live, layers.first().cloned())
     };

@@ -616,13 +616,7 @@ fn without_a_root_an_apps_own_artifact_is_external_whatever_its_path() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| {
-            format!(
-                "{}/{}",
-                l["namespace"].as_str().unwrap(),
-                l["name"].as_str().unwrap()
-            )
-        })
+        .map(common::layer_id)
         .collect();
     names.sort();
     assert_eq!(

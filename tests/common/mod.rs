@@ -920,3 +920,12 @@ pub fn first_finding_and_fix(root: &Path, rule: &str) -> (Value, String) {
         .to_string();
     (finding, description)
 }
+
+/// `namespace/name` of a layer of `graph --format json`.
+pub fn layer_id(layer: &Value) -> String {
+    format!(
+        "{}/{}",
+        layer["namespace"].as_str().unwrap(),
+        layer["name"].as_str().unwrap()
+    )
+}
