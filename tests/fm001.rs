@@ -481,3 +481,56 @@ fn a_bootstrap_cycle_is_the_root() {
         "{report}"
     );
 }
+
+/// A move must be live: every layer a fix adds is applied by the same parent as the layer the
+/// FluxInstance was gated by, and the instance is still applied by a live layer — asked of the
+/// model, independent of the render gate.
+#[test]
+fn a_new_layer_is_applied_by_the_same_parent_as_the_old_one() {
+    use fluxmend::load::Repo;
+    use fluxmend::model::Model;
+    let mut moved = 0;
+    for case in CASES {
+        let load = |stage: &str| Repo::load(&fixture(case, stage)).unwrap();
+        let (before_repo, after_repo) = (load("before"), load("after"));
+        let before = Model::build(&before_repo, &Default::default());
+        let after = Model::build(&after_repo, &Default::default());
+        let parent_of = |model: &Model, id: &str| {
+            let (_, layer) = model
+                .live_layers()
+                .find(|(_, l)| l.id.to_string() == id)
+                .unwrap_or_else(|| panic!("{case}: no live layer {id}"));
+            layer.applied_by.map(|p| model.layer(p).id.to_string())
+        };
+        let old: Vec<String> = before.layers.iter().map(|l| l.id.to_string()).collect();
+        let gated: Vec<String> = fluxmend::rules::run(&before, &["FM001".to_string()])
+            .into_iter()
+            .map(|f| format!("{}/{}", f.layer.namespace, f.layer.name))
+            .collect();
+        assert!(!gated.is_empty(), "{case}");
+        for new in after
+            .layers
+            .iter()
+            .filter(|l| !old.contains(&l.id.to_string()))
+        {
+            moved += 1;
+            let new = new.id.to_string();
+            let expected: Vec<_> = gated.iter().map(|g| parent_of(&before, g)).collect();
+            assert!(
+                expected.contains(&parent_of(&after, &new)),
+                "{case}: {new} is applied by {:?}, the old layer by {expected:?}",
+                parent_of(&after, &new)
+            );
+        }
+        let instance_live = after.live_layers().any(|(_, l)| {
+            l.inventory().any(|(_, r)| {
+                after.is_flux_instance(r.object)
+                    || after
+                        .helm_chart(r.object)
+                        .is_some_and(|c| c == "flux-instance")
+            })
+        });
+        assert!(instance_live, "{case}: no live layer applies the instance");
+    }
+    assert!(moved > 0, "no case adds a layer");
+}
