@@ -434,3 +434,43 @@ fn an_edited_file_keeps_its_owner_and_group() {
     assert_eq!((now.uid(), now.gid()), (uid, gid), "owner and group");
     assert_eq!(now.mode() & 0o7777, 0o640, "mode");
 }
+
+/// Issue 24, item 9, for what the write creates: a new file and a new directory take the owner
+/// and group of the directory they are made in, so that root fixing another user's tree leaves
+/// nothing root-owned behind (they were root's).
+#[test]
+fn created_files_and_directories_take_their_directorys_owner() {
+    use std::os::unix::fs::MetadataExt as _;
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
+        return; // only root can give a file another owner
+    }
+    // The instance already protected: FM001 moves it into a new layer directory at once.
+    let repo = TempRepo::with_protected_flux_instance();
+    let owner = (4242, 4343);
+    for entry in walkdir::WalkDir::new(repo.path()) {
+        let entry = entry.unwrap();
+        std::os::unix::fs::lchown(entry.path(), Some(owner.0), Some(owner.1)).unwrap();
+    }
+    let before = dirs(repo.path());
+    let run = repo.run("fix", &["--write", "--verify", "builtin"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        dirs(repo.path()).len() > before.len(),
+        "the fix creates a directory:\n{}",
+        run.stderr
+    );
+    for entry in walkdir::WalkDir::new(repo.path()) {
+        let entry = entry.unwrap();
+        let m = entry.metadata().unwrap();
+        assert_eq!(
+            (m.uid(), m.gid()),
+            owner,
+            "{} is not owned as its directory",
+            entry.path().display()
+        );
+    }
+}

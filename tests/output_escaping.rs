@@ -13,7 +13,7 @@ use common::{TempRepo, fixture, fluxmend, git};
 use regex::Regex;
 
 /// Every class of terminal control and Markdown/HTML/graph syntax, in one layer name.
-const HOSTILE_NAME: &str = "fi\x1b]52;c;aGk=\x07\x1b]0;pwned\x07\x1b]8;;http://e.example/\x1b\\link\x1b]8;;\x1b\\\u{9b}31m\x1b[8m\u{202e}<img src=x onerror=alert(1)>`@everyone` @here *b* [a](http://e.example) #1 www.e.example \"q\\N\n---\n# h";
+const HOSTILE_NAME: &str = "fi\x1b]52;c;aGk=\x07\x1b]0;pwned\x07\x1b]8;;http://e.example/\x1b\\link\x1b]8;;\x1b\\\u{9b}31m\x1b[8m\u{202e}\u{2066}\u{2028}\u{2029}<img src=x onerror=alert(1)>`@everyone` @here *b* [a](http://e.example) #1 www.e.example \"q\\N\n---\n# h";
 
 /// The layer's file and directory: a quote, a backslash, a tab, an escape, a space, non-ASCII.
 const HOSTILE_FILE: &str = "clusters/production/fi \"q\"\\\t\x1bü.yaml";
@@ -26,7 +26,7 @@ fn yaml_quoted(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control() || c == '\u{202e}' => {
+            c if c.is_control() || matches!(c, '\u{2000}'..='\u{206f}') => {
                 out.push_str(&format!("\\u{:04x}", u32::from(c)))
             }
             c => out.push(c),
@@ -59,6 +59,23 @@ fn hostile_repo() -> TempRepo {
     repo
 }
 
+/// A character that must not reach a reader raw: a control character (C0, DEL, C1), a
+/// bidirectional formatting character, or a line or paragraph separator (a line break to
+/// editors, browsers and JavaScript: it can forge a line of the report).
+fn unsafe_raw(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+}
+
 /// `text` with fluxmend's own styles (bold, colours, reset) removed: what is left must hold no
 /// control character but line feeds and tabs (layout, not terminal commands).
 fn assert_terminal_safe(what: &str, text: &str) {
@@ -66,10 +83,7 @@ fn assert_terminal_safe(what: &str, text: &str) {
     let left = ours.replace_all(text, "");
     let bad: Vec<(usize, char)> = left
         .char_indices()
-        .filter(|&(_, c)| {
-            (c.is_control() && c != '\n' && c != '\t')
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        })
+        .filter(|&(_, c)| unsafe_raw(c) && c != '\n' && c != '\t')
         .collect();
     assert!(
         bad.is_empty(),
@@ -95,6 +109,11 @@ fn terminal_reports_escape_every_control_character() {
     let simulate = fluxmend(["simulate", root, "--fail", "FluxInstance/flux-system/flux"]);
     assert_eq!(simulate.code, 0, "{}", simulate.stderr);
     assert_terminal_safe("simulate", &simulate.stdout);
+    // GitHub annotations: the runner decodes `%`, CR and LF, then shows the text in the
+    // workflow log and on the pull request, where a bidi override reorders it.
+    let annotations = fluxmend(["check", root, "--format", "github"]);
+    assert_eq!(annotations.code, 1, "{}", annotations.stderr);
+    assert_terminal_safe("annotations", &annotations.stdout);
     // An error naming a hostile path.
     std::fs::write(repo.path().join(".fluxmend-journal"), "junk\n").unwrap();
     let refused = fluxmend(["fix", root, "--write", "--verify", "builtin"]);
@@ -216,7 +235,7 @@ fn graph_labels_are_quoted() {
     let dot = fluxmend(["graph", root, "--format", "dot"]);
     assert_eq!(dot.code, 0, "{}", dot.stderr);
     let node = Regex::new(
-        r#"^  l\d+ \[label="(?:[^"\\\x00-\x1f]|\\.)*"(?:,penwidth=2)?(?:,style=dashed)?\];$"#,
+        r#"^  l\d+ \[label="(?:[^"\\\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]|\\.)*"(?:,penwidth=2)?(?:,style=dashed)?\];$"#,
     )
     .unwrap();
     let edge = Regex::new(r#"^  l\d+ -> l\d+ \[(?:style=dashed,)?label="[a-z ]+"\];$"#).unwrap();
@@ -232,7 +251,8 @@ fn graph_labels_are_quoted() {
     }
     let mermaid = fluxmend(["graph", root, "--format", "mermaid"]);
     assert_eq!(mermaid.code, 0, "{}", mermaid.stderr);
-    let node = Regex::new(r#"^  l\d+\["[^"<>`\x00-\x1f]*"\]$"#).unwrap();
+    let node =
+        Regex::new(r#"^  l\d+\["[^"<>`\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]*"\]$"#).unwrap();
     let edge = Regex::new(r"^  l\d+ (-->|-\.->)\|[a-z ]+\| l\d+$").unwrap();
     let lines: Vec<&str> = mermaid.stdout.lines().collect();
     assert_eq!(lines[0], "flowchart LR");

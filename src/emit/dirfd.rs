@@ -58,7 +58,6 @@ mod imp {
     use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-    use std::os::unix::fs::MetadataExt as _;
     use std::path::Path;
 
     use super::{Kind, Meta, not_a};
@@ -203,6 +202,22 @@ mod imp {
             Ok(Some((st.st_dev as u64, st.st_ino as u64)))
         }
 
+        /// This directory's owner and group.
+        pub fn owner(&self) -> io::Result<Option<(u32, u32)>> {
+            let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+            // SAFETY: a valid descriptor; `st` is written on success.
+            check(unsafe { libc::fstat(self.fd.as_raw_fd(), st.as_mut_ptr()) })?;
+            // SAFETY: fstat succeeded.
+            let st = unsafe { st.assume_init() };
+            Ok(Some((st.st_uid, st.st_gid)))
+        }
+
+        /// Give this directory the owner and group `owner` where the process may (see
+        /// [`chown_like`]).
+        pub fn chown_like(&self, owner: Option<(u32, u32)>) -> io::Result<()> {
+            fchown_like(self.fd.as_raw_fd(), owner)
+        }
+
         pub fn mkdir(&self, name: &str) -> io::Result<()> {
             let c = c_name(name)?;
             // SAFETY: valid descriptor and name.
@@ -250,14 +265,21 @@ mod imp {
     /// Give `file` the owner and group `owner` where the process may: both (root), else the
     /// group alone (a group the user is in), else nothing.
     pub fn chown_like(file: &File, owner: Option<(u32, u32)>) -> io::Result<()> {
+        fchown_like(file.as_raw_fd(), owner)
+    }
+
+    fn fchown_like(fd: std::os::fd::RawFd, owner: Option<(u32, u32)>) -> io::Result<()> {
         let Some((uid, gid)) = owner else {
             return Ok(());
         };
-        let m = file.metadata()?;
-        if (m.uid(), m.gid()) == (uid, gid) {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: a valid descriptor; `st` is written on success.
+        check(unsafe { libc::fstat(fd, st.as_mut_ptr()) })?;
+        // SAFETY: fstat succeeded.
+        let st = unsafe { st.assume_init() };
+        if (st.st_uid, st.st_gid) == (uid, gid) {
             return Ok(());
         }
-        let fd = file.as_raw_fd();
         // SAFETY: a valid descriptor; -1 leaves the owner as it is.
         for (u, g) in [(uid, gid), (u32::MAX, gid)] {
             match check(unsafe { libc::fchown(fd, u, g) }) {
@@ -366,6 +388,14 @@ mod imp {
 
         pub fn id(&self) -> io::Result<Option<(u64, u64)>> {
             Ok(None)
+        }
+
+        pub fn owner(&self) -> io::Result<Option<(u32, u32)>> {
+            Ok(None)
+        }
+
+        pub fn chown_like(&self, _owner: Option<(u32, u32)>) -> io::Result<()> {
+            Ok(())
         }
 
         pub fn mkdir(&self, name: &str) -> io::Result<()> {

@@ -9,17 +9,27 @@
 //! * DOT and Mermaid labels ([`dot`], [`mermaid`]);
 //! * paths in a diff ([`git_path`]), quoted as git quotes them so that `git apply` takes them.
 //!
-//! JSON, SARIF and GitHub annotations escape through their own encoders (serde, `github.rs`).
+//! JSON and SARIF escape through their own encoder (serde); GitHub annotations through theirs
+//! (`github.rs`), after [`terminal_lines`]: the runner shows them in the log and on the pull
+//! request.
 
 use std::borrow::Cow;
 
-/// Whether `c` must not reach a terminal raw: a control character (C0, DEL, C1) or a
-/// bidirectional formatting character (which reorders what is shown around it).
+/// Whether `c` must not reach a terminal raw: a control character (C0, DEL, C1), a
+/// bidirectional formatting character (which reorders what is shown around it), or a line or
+/// paragraph separator (U+2028, U+2029: a line break to editors, browsers and JavaScript, where
+/// it forges a line of the report).
 fn unsafe_on_terminal(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
         )
 }
 

@@ -16,9 +16,12 @@ fn command(s: Severity) -> &'static str {
     }
 }
 
-/// Escape a message as the runner decodes it (`%`, CR, LF).
+/// Escape a message as the runner decodes it (`%`, CR, LF), after every other control,
+/// bidirectional or line-separator character is written visibly (the log and the pull request
+/// show the decoded text).
 fn data(text: &str) -> String {
-    text.replace('%', "%25")
+    super::escape::terminal_lines(text)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }

@@ -690,12 +690,18 @@ fn prepare(
         let target = f.path.clone();
         let dir = parent(&f.path);
         make_dirs(tree, dir, journal, ops)?;
-        // An edited or deleted file's mode, owner and group go to its new content and its copy.
+        // An edited or deleted file's mode, owner and group go to its new content and its copy;
+        // a new file takes the owner and group of its directory (root writing a user's tree
+        // leaves no root-owned file behind).
         let like = match &f.before {
             Some(_) => tree.stat(&f.path)?,
             None => None,
         };
-        let mut temp = |bytes: &[u8]| make_temp(tree, &f.path, bytes, like, journal, ops);
+        let owner = match like {
+            Some(m) => m.owner,
+            None => owner_of(tree, dir)?,
+        };
+        let mut temp = |bytes: &[u8]| make_temp(tree, &f.path, bytes, like, owner, journal, ops);
         let op = match (&f.before, &f.after) {
             (None, Some(after)) => Op::Create {
                 new: temp(after.as_bytes())?,
@@ -734,14 +740,24 @@ fn random_part() -> String {
     format!("{:016x}", h.finish())
 }
 
+/// The owner and group of the directory `dir` (relative).
+fn owner_of(tree: &mut Tree, dir: &str) -> Result<Option<(u32, u32)>, EmitError> {
+    let shown = tree.show(dir);
+    Ok(tree
+        .existing(dir)?
+        .owner()
+        .with_context(|| format!("reading the owner of {shown}"))?)
+}
+
 /// Write `bytes` to a new temporary sibling of `target`, journalled first, created exclusively
-/// (a name found taken is journalled void and another is drawn), with `like`'s mode, owner and
-/// group, and flushed. Returns its relative path.
+/// (a name found taken is journalled void and another is drawn), with `like`'s mode, `owner`
+/// and group, and flushed. Returns its relative path.
 fn make_temp(
     tree: &mut Tree,
     target: &str,
     bytes: &[u8],
     like: Option<Meta>,
+    owner: Option<(u32, u32)>,
     journal: &mut Journal,
     ops: &mut Vec<Op>,
 ) -> Result<String, EmitError> {
@@ -758,7 +774,7 @@ fn make_temp(
         match tree.existing(dir)?.create(&name, mode) {
             Ok(mut file) => {
                 file.write_all(bytes)
-                    .and_then(|()| dirfd::chown_like(&file, like.and_then(|m| m.owner)))
+                    .and_then(|()| dirfd::chown_like(&file, owner))
                     .and_then(|()| match like {
                         // Keep the mode exactly, whatever the umask (or chown) took away.
                         Some(m) => dirfd::set_mode(&file, m.mode),
@@ -815,8 +831,14 @@ fn make_dirs(
         }
         let op = Op::Dir(rel.clone());
         journal.op(&op)?;
+        let owner = owner_of(tree, &up)?;
         tree.at(&rel, "creating", |d, name| d.mkdir(name))?;
         ops.push(op);
+        // Owned as its parent is (see `prepare`).
+        let shown = tree.show(&rel);
+        tree.existing(&rel)?
+            .chown_like(owner)
+            .with_context(|| format!("creating {shown}"))?;
     }
     Ok(())
 }
