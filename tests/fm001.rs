@@ -20,6 +20,10 @@ const CASES: &[&str] = &[
     "fm001-prune-off",
     "fm001-app-folder",
     "fm001-carried-settings",
+    "fm001-own-layer",
+    "fm001-own-layer-alone",
+    "fm001-healthchecks-instance",
+    "fm001-healthchecks-flow",
 ];
 
 #[test]
