@@ -463,17 +463,16 @@ pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// Remove the entry whose key is `key` from block mapping `map`: the key's line through the end
-/// of its value, with the comment lines right above it at its indentation (they are about it).
+/// Remove the entry whose key is `key` from mapping `map`. In a block mapping: the key's line
+/// through the end of its value, with the comment lines right above it at its indentation (they
+/// are about it). In a flow mapping (`{a: 1, b: 2}`, or a whole document written as JSON): the
+/// entry and one adjacent comma, as [`remove_item`] does in a flow sequence — through the next
+/// key when one follows, else from the end of the previous entry, so a trailing comma stays
+/// where it was.
 pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdit, EditError> {
     let NodeKind::Mapping { entries, flow } = file.node(map).kind else {
         return Err(EditError::Unsupported("not a mapping".into()));
     };
-    if flow {
-        return Err(EditError::Unsupported(
-            "removing an entry of a flow mapping".into(),
-        ));
-    }
     let idx = entries
         .iter()
         .position(|&(k, _)| k == key)
@@ -482,6 +481,22 @@ pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdi
         return Err(EditError::Unsupported(
             "the mapping would be left empty".into(),
         ));
+    }
+    let entry_end = |(k, v): (NodeId, NodeId)| file.node(v).span.end.max(file.node(k).span.end);
+    if flow {
+        let (start, end) = if idx + 1 < entries.len() {
+            (
+                file.node(key).span.start,
+                file.node(entries[idx + 1].0).span.start,
+            )
+        } else {
+            (entry_end(entries[idx - 1]), entry_end(entries[idx]))
+        };
+        return Ok(TextEdit {
+            start,
+            end,
+            text: String::new(),
+        });
     }
     let text = &file.text;
     let key_start = file.node(key).span.start;
@@ -492,11 +507,9 @@ pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdi
             "key shares its line with other content".into(),
         ));
     }
-    let value = entries[idx].1;
-    let end = file.node(value).span.end.max(file.node(key).span.end);
     Ok(TextEdit {
         start: attached_comments_start(text, line_start, indent),
-        end: after_line(text, end),
+        end: after_line(text, entry_end(entries[idx])),
         text: String::new(),
     })
 }
@@ -851,5 +864,65 @@ mod block_document_tests {
             after,
             "patches:\n  - patch: |\n      - op: add\n        value:\n          n: 2\n          m: 3\n    target:\n      kind: X\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod flow_entry_tests {
+    use super::*;
+
+    /// `text` after removing the entry `key` of the mapping at `path` (the document root when
+    /// empty).
+    fn without(text: &str, path: &[&str], key: &str) -> String {
+        let (file, err) = YamlFile::parse(text);
+        assert!(err.is_none(), "{err:?}");
+        let root = file.docs[0].root;
+        let map = if path.is_empty() {
+            root
+        } else {
+            file.lookup(root, path).expect("mapping")
+        };
+        let (k, _) = file.entry(map, key).expect("the key");
+        let after = apply(text, &[remove_entry(&file, map, k).expect("removable")]).unwrap();
+        let (reparsed, err) = YamlFile::parse(&after);
+        assert!(err.is_none(), "{after}: {err:?}");
+        assert!(
+            reparsed
+                .lookup(reparsed.docs[0].root, &[path, &[key]].concat())
+                .is_none(),
+            "{after}"
+        );
+        after
+    }
+
+    /// A document written as JSON (the d4rkfella/home-ops shape): an entry in the middle, the
+    /// last one with its trailing comma, and the last one without.
+    #[test]
+    fn an_entry_of_a_multi_line_flow_mapping_goes_with_one_comma() {
+        let text = "{\n  spec: {\n    healthChecks: [{\n      kind: \"HelmRelease\",\n      name: \"x\",\n    }],\n    path: \"./a\",\n    wait: true,\n  },\n}\n";
+        assert_eq!(
+            without(text, &["spec"], "healthChecks"),
+            "{\n  spec: {\n    path: \"./a\",\n    wait: true,\n  },\n}\n"
+        );
+        assert_eq!(
+            without(text, &["spec"], "wait"),
+            "{\n  spec: {\n    healthChecks: [{\n      kind: \"HelmRelease\",\n      name: \"x\",\n    }],\n    path: \"./a\",\n  },\n}\n"
+        );
+        assert_eq!(
+            without("spec: {a: 1, b: [2, 3]}\n", &["spec"], "b"),
+            "spec: {a: 1}\n"
+        );
+        assert_eq!(
+            without("spec: {a: 1, b: [2, 3]}\n", &["spec"], "a"),
+            "spec: {b: [2, 3]}\n"
+        );
+    }
+
+    #[test]
+    fn the_only_entry_of_a_flow_mapping_stays() {
+        let (file, _) = YamlFile::parse("spec: {a: 1}\n");
+        let map = file.lookup(file.docs[0].root, &["spec"]).unwrap();
+        let (k, _) = file.entry(map, "a").unwrap();
+        assert!(remove_entry(&file, map, k).is_err());
     }
 }

@@ -21,6 +21,10 @@ const CASES: &[&str] = &[
     "fm001-app-folder",
     "fm001-carried-settings",
     "fm001-bootstrap-cycle",
+    "fm001-own-layer",
+    "fm001-own-layer-alone",
+    "fm001-healthchecks-instance",
+    "fm001-healthchecks-flow",
 ];
 
 #[test]

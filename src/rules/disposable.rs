@@ -1200,6 +1200,60 @@ impl<'m, 'r> Analysis<'m, 'r> {
         out
     }
 
+    /// The other live layers of the cluster that use `r`, an object layer `producer` applies:
+    /// their objects name it (or the Secret it produces) where they may refer to it, read it as
+    /// a chart source, live in it (a Namespace) or are of the kind it defines (a CRD). A Flux
+    /// Kustomization that names it in its spec (a decryption Secret, a source) counts for the
+    /// layer it defines; `producer`'s own Flux Kustomization does not count (a
+    /// `commonMetadata` label with the app's name uses nothing).
+    pub fn users(&mut self, producer: LayerId, r: &Rendered) -> BTreeSet<LayerId> {
+        let model = self.model;
+        let cluster = model.layer(producer).cluster;
+        let mut out = BTreeSet::new();
+        let mut named = self.chart_users(cluster, r);
+        if let Some(secret) = produced_secret(model, r) {
+            named.extend(self.referrers_named(cluster, r, &secret));
+        }
+        for e in named {
+            let defined = model.layers.iter().position(|l| l.object == Some(e.object));
+            let user = defined.unwrap_or(e.layer);
+            if user == producer || !model.layer(user).live {
+                continue;
+            }
+            // A Flux Kustomization names other layers in `dependsOn` and labels what it applies
+            // in `commonMetadata`: neither uses an object.
+            if defined.is_some() && !flux_spec_names(model, e.object, r) {
+                continue;
+            }
+            // A reference that says its kind (`{kind: OCIRepository, name: x}`) is not one to
+            // a PodMonitor named `x`.
+            if names_as_kind(model, e.object, r) {
+                out.insert(user);
+            }
+        }
+        let obj = model.object(r.object);
+        let yaml = &model.repo.file(obj.file).yaml;
+        let get = |k: &[&str]| yaml.lookup(obj.root, k).and_then(|n| yaml.scalar(n));
+        let is_namespace = r.key.kind == "Namespace" && r.key.api_version == "v1";
+        let crd = (r.key.kind == "CustomResourceDefinition")
+            .then(|| (get(&["spec", "group"]), get(&["spec", "names", "kind"])));
+        if is_namespace || crd.is_some() {
+            let c = self.cluster(cluster);
+            for e in &c.entries {
+                let o = self.rendered(e);
+                let uses = if is_namespace {
+                    o.key.namespace.as_deref() == Some(r.key.name.as_str())
+                } else {
+                    crd == Some((Some(o.key.group()), Some(o.key.kind.as_str())))
+                };
+                if uses && e.layer != producer {
+                    out.insert(e.layer);
+                }
+            }
+        }
+        out
+    }
+
     /// Pairs (from, to) where an object on one side of the split names one on the other.
     pub fn cross_references(
         &mut self,
@@ -1221,6 +1275,69 @@ impl<'m, 'r> Analysis<'m, 'r> {
         }
         out
     }
+}
+
+/// Whether object `from` names `r` (or the Secret it produces) outside its own metadata other
+/// than in a mapping whose `kind` says it is another kind of object.
+fn names_as_kind(model: &Model, from: ObjectIdx, r: &Rendered) -> bool {
+    fn walk(v: &Value, names: &[&str], kinds: &[&str]) -> bool {
+        match v {
+            Value::Map(entries) => {
+                let named = entries
+                    .iter()
+                    .any(|(_, v)| matches!(v, Value::Str(s, _) if names.contains(&s.as_str())));
+                let other_kind = entries.iter().any(|(k, v)| {
+                    k.as_str() == Some("kind")
+                        && matches!(v, Value::Str(s, _) if !kinds.contains(&s.as_str()))
+                });
+                (named && !other_kind)
+                    || entries
+                        .iter()
+                        .any(|(_, v)| !matches!(v, Value::Str(..)) && walk(v, names, kinds))
+            }
+            Value::Seq(items) => items.iter().any(|i| walk(i, names, kinds)),
+            Value::Str(s, _) => names.contains(&s.as_str()),
+            Value::Null => false,
+        }
+    }
+    let obj = model.object(from);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let own = model.object(r.object).key.name.to_string();
+    let secret = produced_secret(model, r);
+    let mut names = vec![own.as_str()];
+    names.extend(secret.as_deref());
+    let mut kinds = vec![r.key.kind.as_str()];
+    if secret.is_some() {
+        kinds.push("Secret");
+    }
+    let Ok(Value::Map(entries)) = yaml.value(obj.root) else {
+        return false;
+    };
+    // The object's own `kind` is no reference: top-level values are looked into, not matched.
+    entries.iter().any(|(k, v)| {
+        k.as_str() != Some("metadata") && !matches!(v, Value::Str(..)) && walk(v, &names, &kinds)
+    })
+}
+
+/// Whether Flux Kustomization `ks` names `r` (or the Secret it produces) in its spec, outside
+/// `dependsOn` and `commonMetadata`.
+fn flux_spec_names(model: &Model, ks: ObjectIdx, r: &Rendered) -> bool {
+    let obj = model.object(ks);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let Some(Value::Map(spec)) = yaml
+        .lookup(obj.root, &["spec"])
+        .and_then(|n| yaml.value(n).ok())
+    else {
+        return false;
+    };
+    let mut names = HashSet::default();
+    for (k, v) in &spec {
+        if !matches!(k.as_str(), Some("dependsOn" | "commonMetadata")) {
+            collect_scalars(v, &mut names);
+        }
+    }
+    names.contains(model.object(r.object).key.name.as_str())
+        || produced_secret(model, r).is_some_and(|s| names.contains(&s))
 }
 
 /// A network policy for every pod of its namespace: a NetworkPolicy whose `podSelector` is

@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
 use crate::load::parent_of;
-use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
+use crate::model::{Layer, LayerId, Model, Rendered, Renderer, SourceRef, Variant, display_dir};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 
+use super::disposable::Analysis;
 use super::layer_split::{
     CARRIED, bringing_entry, copy_entry_nodes, entry_location, free_name, layer_document_head,
     needs_protection, not_carried_patches, prefix, protect_first, register, relative_below,
@@ -43,6 +44,7 @@ impl Rule for FluxInstanceInGatedLayer {
 
     fn check(&self, model: &Model) -> Vec<Finding> {
         let mut findings = Vec::new();
+        let mut analysis = Analysis::new(model);
         for (layer_id, layer) in model.live_layers() {
             let Some(_) = layer.object else { continue };
             let gated: Vec<(&Variant, &Rendered)> = layer
@@ -54,10 +56,11 @@ impl Rule for FluxInstanceInGatedLayer {
             if gated.is_empty() {
                 continue;
             }
-            let fix = plan_fix(model, layer_id, &gated);
+            let own = own_layer(model, &mut analysis, layer_id);
+            let fix = plan_fix(model, layer_id, &gated, &own);
             let mut first = String::new();
             for (i, (variant, r)) in gated.iter().enumerate() {
-                let mut finding = describe(model, layer_id, variant, r);
+                let mut finding = describe(model, layer_id, variant, r, own.is_ok());
                 finding.fix_group = Some((layer_id, 0));
                 if i == 0 {
                     first = format!("{}:{}", finding.file, finding.line);
@@ -100,59 +103,116 @@ fn naming_health_checks<'l>(
         .collect()
 }
 
-/// Whether a variant applies only FluxInstances and what belongs to them: their Namespace, the
-/// chart sources their HelmReleases read, and objects that only watch or notify (alert rules,
-/// monitors, notification receivers, alerts and providers) — nothing whose health another
-/// object consumes, so `wait: false` there loses no gate anyone relies on.
-fn is_dedicated(variant: &Variant, model: &Model) -> bool {
-    let instances: Vec<&Rendered> = variant
-        .inventory
-        .iter()
-        .filter(|r| model.is_flux_instance(r.object))
-        .collect();
-    variant.inventory.iter().all(|r| {
-        model.is_flux_instance(r.object)
-            || r.key.kind == "Namespace"
-            || WATCHERS.contains(&(r.key.group(), r.key.kind.as_ref()))
-            || instances.iter().any(|i| reads_chart_from(model, i, r))
-    })
+/// Why a `wait: true` layer exists for its FluxInstances (see `rules/FM001.md`, "The instance's
+/// own layer"): every other object it applies serves them. It runs nothing of its own (no pod
+/// template, no HelmRelease of another chart, no Flux Kustomization: what those deliver is not
+/// in the repository), and no layer outside uses it except layers that depend on this one —
+/// those get a `healthChecks` entry for it, so they wait for exactly what they use, as before.
+struct OwnLayer {
+    /// The objects its dependents use, with the layers that use them.
+    checks: Vec<(Rendered, Vec<LayerId>)>,
+    /// Every other object it applies, as `Kind/namespace/name`.
+    companions: Vec<String>,
 }
 
-/// Kinds that only watch or notify: they gate nothing and nobody waits for their health.
-const WATCHERS: &[(&str, &str)] = &[
-    ("monitoring.coreos.com", "PrometheusRule"),
-    ("monitoring.coreos.com", "ServiceMonitor"),
-    ("monitoring.coreos.com", "PodMonitor"),
-    ("notification.toolkit.fluxcd.io", "Receiver"),
-    ("notification.toolkit.fluxcd.io", "Alert"),
-    ("notification.toolkit.fluxcd.io", "Provider"),
-];
-
-/// Whether the instance (a HelmRelease) reads its chart from `source`: its `chartRef`, or its
-/// `chart.spec.sourceRef` (namespace defaulting to the release's).
-fn reads_chart_from(model: &Model, instance: &Rendered, source: &Rendered) -> bool {
-    if source.key.group() != "source.toolkit.fluxcd.io" {
-        return false;
+/// The layer as the instance's own, or why it is not (the reason names the object).
+fn own_layer(
+    model: &Model,
+    analysis: &mut Analysis,
+    layer_id: LayerId,
+) -> Result<OwnLayer, String> {
+    let layer = model.layer(layer_id);
+    let dependents: BTreeSet<LayerId> = model.dependents(layer_id).into_iter().collect();
+    let mut checks: Vec<(Rendered, Vec<LayerId>)> = Vec::new();
+    let mut companions = BTreeSet::new();
+    for variant in &layer.variants {
+        let products: Vec<SourceRef> = variant
+            .inventory
+            .iter()
+            .filter(|r| model.is_flux_instance(r.object))
+            .filter_map(|r| model.instance_source(r.object))
+            .collect();
+        for r in &variant.inventory {
+            if model.is_flux_instance(r.object) || is_product(&products, r) {
+                continue;
+            }
+            if let Some(what) = runs_its_own(model, r) {
+                return Err(format!("{} {what}", r.key));
+            }
+            let users = analysis.users(layer_id, r);
+            if let Some(&other) = users.iter().find(|u| !dependents.contains(u)) {
+                return Err(format!(
+                    "{} is used by {}, which does not depend on {}",
+                    r.key,
+                    model.layer(other).id,
+                    layer.id
+                ));
+            }
+            companions.insert(r.key.to_string());
+            if !users.is_empty() && !checks.iter().any(|(c, _)| c.key == r.key) {
+                checks.push((r.clone(), users.into_iter().collect()));
+            }
+        }
     }
-    let obj = model.object(instance.object);
-    let yaml = &model.repo.file(obj.file).yaml;
-    let scalar = |keys: &[&str]| yaml.lookup(obj.root, keys).and_then(|n| yaml.scalar(n));
-    [
-        ["spec", "chartRef"].as_slice(),
-        ["spec", "chart", "spec", "sourceRef"].as_slice(),
-    ]
-    .iter()
-    .any(|base| {
-        let at = |k: &str| scalar(&[base, &[k][..]].concat());
-        at("kind") == Some(source.key.kind.as_ref())
-            && at("name") == Some(source.key.name.as_ref())
-            && at("namespace")
-                .or(instance.key.namespace.as_deref())
-                .is_none_or(|ns| source.key.namespace.as_deref() == Some(ns))
+    Ok(OwnLayer {
+        checks,
+        companions: companions.into_iter().collect(),
     })
 }
 
-fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -> Finding {
+/// Whether `r` is what an instance's sync creates (its root source, its root Kustomization):
+/// the layer applies the instance's own object, which the instance owns.
+fn is_product(products: &[SourceRef], r: &Rendered) -> bool {
+    let ns = r.key.namespace.as_deref().unwrap_or("default");
+    products.iter().any(|s| {
+        r.key.name.as_str() == s.name
+            && ns == s.namespace
+            && ((r.key.group() == "source.toolkit.fluxcd.io" && r.key.kind.as_str() == s.kind)
+                || (r.key.group() == "kustomize.toolkit.fluxcd.io"
+                    && r.key.kind == "Kustomization"))
+    })
+}
+
+/// What an object delivers that the repository does not show, if anything: pods it runs (its
+/// image serves whatever it serves, webhooks and APIs included), a chart it installs (CRDs,
+/// Services), another tree it applies.
+fn runs_its_own(model: &Model, r: &Rendered) -> Option<&'static str> {
+    match (r.key.group(), r.key.kind.as_str()) {
+        ("helm.toolkit.fluxcd.io", "HelmRelease") => {
+            return Some("installs a chart that is not the instance's");
+        }
+        ("kustomize.toolkit.fluxcd.io", "Kustomization") => {
+            return Some("applies a tree of its own");
+        }
+        _ => {}
+    }
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let pods = [
+        ["spec", "containers"].as_slice(),
+        ["spec", "template", "spec", "containers"].as_slice(),
+        [
+            "spec",
+            "jobTemplate",
+            "spec",
+            "template",
+            "spec",
+            "containers",
+        ]
+        .as_slice(),
+    ];
+    pods.iter()
+        .any(|p| yaml.lookup(obj.root, p).is_some())
+        .then_some("runs pods")
+}
+
+fn describe(
+    model: &Model,
+    layer_id: LayerId,
+    variant: &Variant,
+    r: &Rendered,
+    own_layer: bool,
+) -> Finding {
     let layer = model.layer(layer_id);
     let dependents = model.dependents(layer_id);
     let blocked: Vec<_> = dependents
@@ -177,7 +237,7 @@ fn describe(model: &Model, layer_id: LayerId, variant: &Variant, r: &Rendered) -
                     .iter()
                     .any(|&d| model.layer(d).source == *s)
         });
-    let shared = !is_dedicated(variant, model) || !dependents.is_empty();
+    let shared = !own_layer || !dependents.is_empty();
     let severity = if shared || reads_own_source {
         Severity::Error
     } else {
@@ -274,6 +334,7 @@ fn plan_fix(
     model: &Model,
     layer_id: LayerId,
     gated: &[(&Variant, &Rendered)],
+    own: &Result<OwnLayer, String>,
 ) -> Result<Fix, String> {
     let layer = model.layer(layer_id);
     let obj_idx = layer
@@ -296,11 +357,7 @@ fn plan_fix(
         }
     }
     if !layer.wait {
-        let list = file
-            .yaml
-            .lookup(obj.root, &["spec", "healthChecks"])
-            .ok_or("healthChecks not found")?;
-        remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
+        drop_health_checks(&file.yaml, obj.root, &dropped, &file.path, &mut changes)?;
         return Ok(Fix::titled(
             format!(
                 "drop the FluxInstance's healthChecks entries from {}",
@@ -314,40 +371,28 @@ fn plan_fix(
             changes,
         ));
     }
-    let dedicated =
-        gated.iter().all(|(v, _)| is_dedicated(v, model)) && model.dependents(layer_id).is_empty();
-    if dedicated {
-        let wait = file
-            .yaml
-            .lookup(obj.root, &["spec", "wait"])
-            .ok_or("spec.wait not found")?;
-        changes.edit(&file.path, edit::replace_node(&file.yaml, wait, "false"));
-        if let Some(list) = file.yaml.lookup(obj.root, &["spec", "healthChecks"]) {
-            remove_items(&file.yaml, list, &dropped, &file.path, &mut changes)?;
-        }
-        let mut companions: Vec<String> = gated
-            .iter()
-            .flat_map(|(v, _)| v.inventory.iter())
-            .filter(|r| !model.is_flux_instance(r.object) && r.key.kind != "Namespace")
-            .map(|r| r.key.to_string())
-            .collect();
-        companions.sort();
-        companions.dedup();
-        let with = if companions.is_empty() {
-            String::new()
-        } else {
-            format!(" and what belongs to it ({})", companions.join(", "))
-        };
-        return Ok(Fix::titled(
-            format!("set wait: false on {}", layer.id.name),
-            format!(
-                "set wait: false on {}, which is dedicated to the FluxInstance{with}",
-                layer.id
-            ),
-            TRADEOFF,
-            changes,
-        ));
-    }
+    let not_own = match own {
+        Ok(own) => return in_place(model, layer, own, &dropped, changes),
+        Err(why) => why,
+    };
+    // Why the layer keeps `wait: true` and the instance moves instead: the reviewer's first
+    // question.
+    let why = |s: String| format!("{s} (not in place: {not_own})");
+    split(model, layer, gated, changes)
+        .map(|mut fix| {
+            fix.description = why(fix.description);
+            fix
+        })
+        .map_err(why)
+}
+
+/// Move the instance into a layer of its own, in two phases when the old layer prunes.
+fn split(
+    model: &Model,
+    layer: &Layer,
+    gated: &[(&Variant, &Rendered)],
+    changes: Changeset,
+) -> Result<Fix, String> {
     // Moving the instance off a layer that prunes: the old layer reconciles the move first (the
     // new layer depends on it) and would prune the instance, and flux-operator would uninstall
     // Flux. So the instance is protected where it is first, and moved once that is applied.
@@ -369,6 +414,191 @@ fn plan_fix(
     }
     Ok(fix)
 }
+
+/// `wait: false` on the instance's own layer, in place: nothing moves, nothing is pruned. The
+/// `healthChecks` entries naming the instance go; the objects its dependents use get one each.
+fn in_place(
+    model: &Model,
+    layer: &Layer,
+    own: &OwnLayer,
+    dropped: &BTreeSet<NodeId>,
+    mut changes: Changeset,
+) -> Result<Fix, String> {
+    let obj = model.object(layer.object.expect("checked"));
+    let file = model.repo.file(obj.file);
+    let yaml = &file.yaml;
+    let spec = yaml.lookup(obj.root, &["spec"]).ok_or("spec not found")?;
+    let wait = yaml
+        .lookup(spec, &["wait"])
+        .ok_or("wait: true is not written in the layer's own document (a patch sets it)")?;
+    changes.edit(&file.path, edit::replace_node(yaml, wait, "false"));
+    // Listed entries were ignored while `wait` was true; from now on Flux reads them.
+    let kept = layer
+        .health_checks
+        .iter()
+        .filter(|hc| !dropped.contains(&hc.item))
+        .count();
+    let new: Vec<&Rendered> = own
+        .checks
+        .iter()
+        .map(|(r, _)| r)
+        .filter(|r| {
+            !layer
+                .health_checks
+                .iter()
+                .any(|hc| !dropped.contains(&hc.item) && hc.matches(&r.key))
+        })
+        .collect();
+    if let Some(r) = new.iter().find(|r| r.key.to_string().contains("${")) {
+        return Err(format!(
+            "{} is named through a postBuild variable; a healthChecks entry for it would not be substituted",
+            r.key
+        ));
+    }
+    match yaml.entry(spec, "healthChecks") {
+        Some((_, list)) if !new.is_empty() => {
+            if kept == 0 {
+                return Err(
+                    "the healthChecks list would be replaced as a whole; fluxmend does not rewrite it"
+                        .into(),
+                );
+            }
+            remove_items(yaml, list, dropped, &file.path, &mut changes)?;
+            for r in &new {
+                changes.edit(
+                    &file.path,
+                    edit::insert_item(yaml, list, None, &check_flow_text(r))
+                        .map_err(|e| format!("{}: {e}", file.path))?,
+                );
+            }
+        }
+        Some(_) => drop_health_checks(yaml, obj.root, dropped, &file.path, &mut changes)?,
+        None if !new.is_empty() => {
+            let lines = if matches!(yaml.node(spec).kind, NodeKind::Mapping { flow: true, .. }) {
+                let items: Vec<String> = new.iter().map(|r| check_flow_text(r)).collect();
+                vec![format!("healthChecks: [{}]", items.join(", "))]
+            } else {
+                let u = spec_indent(yaml, obj.root);
+                let mut lines = vec!["healthChecks:".to_string()];
+                for r in &new {
+                    let mut first = true;
+                    for (k, v) in check_fields(r) {
+                        let lead = if first { "- " } else { "  " };
+                        first = false;
+                        lines.push(format!("{u}{lead}{k}: {}", edit::scalar_text(&v)));
+                    }
+                }
+                lines
+            };
+            changes.edit(
+                &file.path,
+                edit::insert_entry(yaml, spec, &lines)
+                    .map_err(|e| format!("{}: {e}", file.path))?,
+            );
+        }
+        None => {}
+    }
+    let mut description = format!(
+        "set wait: false on {}, which exists for the FluxInstance",
+        layer.id
+    );
+    if !own.companions.is_empty() {
+        description.push_str(&format!(
+            " (nothing else it applies runs pods, installs a chart or is used by a layer that does not depend on it: {})",
+            own.companions.join(", ")
+        ));
+    }
+    if !own.checks.is_empty() {
+        let used: Vec<String> = own
+            .checks
+            .iter()
+            .map(|(r, users)| {
+                let by: Vec<String> = users
+                    .iter()
+                    .map(|&u| model.layer(u).id.to_string())
+                    .collect();
+                format!("{} (used by {})", r.key, by.join(", "))
+            })
+            .collect();
+        description.push_str(&format!(
+            "; healthChecks for what the layers that depend on it use, so they still wait for it: {}",
+            used.join(", ")
+        ));
+    }
+    if kept > 0 {
+        description.push_str(&format!(
+            "; its other healthChecks entries ({kept}), ignored while wait was true, are read from now on"
+        ));
+    }
+    Ok(Fix::titled(
+        format!("set wait: false on {}", layer.id.name),
+        description,
+        OWN_LAYER_TRADEOFF,
+        changes,
+    ))
+}
+
+/// The fields of a `healthChecks` entry for `r` as it is applied (namespace after
+/// `targetNamespace`: Flux reads the entry as written, with no default).
+fn check_fields(r: &Rendered) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        ("apiVersion", r.key.api_version.to_string()),
+        ("kind", r.key.kind.to_string()),
+        ("name", r.key.name.to_string()),
+    ];
+    if let Some(ns) = &r.key.namespace {
+        out.push(("namespace", ns.to_string()));
+    }
+    out
+}
+
+/// A `healthChecks` entry as one flow mapping.
+fn check_flow_text(r: &Rendered) -> String {
+    let fields: Vec<String> = check_fields(r)
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {}", edit::scalar_text(&v)))
+        .collect();
+    format!("{{{}}}", fields.join(", "))
+}
+
+/// Remove the `healthChecks` entries `items`; when none would be left, the whole key (never
+/// `healthChecks: []`).
+fn drop_health_checks(
+    yaml: &YamlFile,
+    root: NodeId,
+    items: &BTreeSet<NodeId>,
+    path: &str,
+    changes: &mut Changeset,
+) -> Result<(), String> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let spec = yaml.lookup(root, &["spec"]).ok_or("spec not found")?;
+    let (key, list) = yaml
+        .entry(spec, "healthChecks")
+        .ok_or("healthChecks not found")?;
+    if items.len() == yaml.items(list).len() {
+        changes.edit(
+            path,
+            edit::remove_entry(yaml, spec, key).map_err(|e| format!("{path}: {e}"))?,
+        );
+        Ok(())
+    } else {
+        remove_items(yaml, list, items, path, changes)
+    }
+}
+
+const OWN_LAYER_TRADEOFF: &str = "Nothing moves and nothing is pruned: the layer applies the \
+same objects, only its health assessment changes. With wait: false kustomize-controller marks \
+the layer Ready once its objects are applied (and the objects its healthChecks list are \
+healthy), so a bad FluxInstance change stalls only the instance: its failure shows in the \
+FluxInstance's own status (alert on it), not as a timeout of the layer. The layer's status no \
+longer reports the health of its other objects; layers that depend on it wait only for the \
+objects their healthChecks entries name, and no longer for the instance: one that needs a Flux \
+component the same commit adds to the instance (its CRDs) fails its first apply and retries \
+until the operator has installed it. It does not make a bad trust setting of the root source \
+(spec.verify, credentials) correctable through Git: a source that rejects every revision \
+rejects the correcting one too (see `fluxmend simulate --fail`).";
 
 /// What stays after the move.
 const STAYS: &str = "the instance keeps kustomize.toolkit.fluxcd.io/prune: disabled for good: removing it from Git, or deleting the layer that applies it, must never make flux-operator uninstall Flux";
