@@ -253,8 +253,14 @@ fn graph_formats_succeed() {
 /// layers), and no diagnostic.
 fn repo_with_unfixable_error_finding() -> TempRepo {
     let repo = TempRepo::flux_layout();
+    // A workload beside the instance (the layer is not the instance's own) in a folder Flux
+    // generates the kustomization of (a new folder there would be applied by both layers).
     repo.append("clusters/prod/infra.yaml", "  wait: true\n")
-        .write("infra/flux.yaml", common::FLUX_INSTANCE);
+        .write("infra/flux.yaml", common::FLUX_INSTANCE)
+        .write(
+            "infra/proxy.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: proxy\n  namespace: infra\nspec:\n  selector:\n    matchLabels:\n      app: proxy\n  template:\n    metadata:\n      labels:\n        app: proxy\n    spec:\n      containers:\n        - name: proxy\n          image: ghcr.io/example/proxy:1.0.0\n",
+        );
     repo
 }
 

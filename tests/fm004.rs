@@ -1,5 +1,6 @@
 //! FM004 (patch-matches-nothing) end to end on the fixture repositories: text and JSON findings
-//! (snapshots), the negative control, no fix offered, and `explain`.
+//! (snapshots), the negative control, the one fix (a FluxInstance target's `namespace:`), no fix
+//! for the rest, and `explain`.
 
 mod common;
 
@@ -8,6 +9,7 @@ use common::{assert_no_finding_of, assert_unfixable_and_documented, fixture, flu
 const CASES: &[&str] = &[
     "fm004-instance-patches",
     "fm004-instance-order",
+    "fm004-instance-namespace",
     "fm004-flux-components",
     "fm004-layer-patches",
     "fm004-clean",
@@ -136,4 +138,16 @@ fn flux_components_are_part_of_the_build_their_patches_see() {
     assert!(rendered.contains("tier: media"), "{rendered}");
     assert!(rendered.contains("minReplicaCount: 0"), "{rendered}");
     assert!(!rendered.contains("PodDisruptionBudget"), "{rendered}");
+}
+
+/// A FluxInstance patch target whose `namespace:` keeps it from selecting has one plain intent:
+/// the fix removes that line and nothing else (a target whose namespace selects keeps it), the
+/// finding is gone, a second run changes nothing; the diff is pinned.
+#[test]
+fn a_namespace_that_keeps_an_instance_patch_from_selecting_is_removed() {
+    common::assert_fix_writes_after_tree("fm004-instance-namespace", "FM004", &["--rule", "FM004"]);
+    let root = fixture("fm004-instance-namespace", "before");
+    let fix = fluxmend(["fix", root.to_str().unwrap(), "--rule", "FM004"]);
+    insta::assert_snapshot!("fm004-instance-namespace-diff", fix.stdout);
+    assert!(fix.stderr.contains("verified: builtin"), "{}", fix.stderr);
 }

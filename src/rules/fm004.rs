@@ -3,15 +3,16 @@
 //! Documentation: `rules/FM004.md`.
 
 use crate::diagnostics::Severity;
+use crate::edit::{self, Changeset};
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
     GeneratedObject, InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey,
     RefTarget, Rendered, Renderer, component_of, display_dir, distribution_source,
 };
-use crate::parse::{NodeId, YamlFile};
+use crate::parse::{NodeId, Value, YamlFile};
 
 use super::instances::{delivered, generated_instances, instance_finding};
-use super::{Finding, Rule, RuleMeta};
+use super::{Finding, Fix, Rule, RuleMeta};
 
 pub struct PatchMatchesNothing;
 
@@ -42,20 +43,27 @@ impl Rule for PatchMatchesNothing {
                 let Some((selector, node)) = &patch.target else {
                     continue;
                 };
-                let Some((severity, message)) = judge(model, generated, patch, selector) else {
+                let Some(judged) = judge(model, generated, patch, selector) else {
                     continue;
                 };
-                let yaml = &model.repo.file(patch.file).yaml;
-                let line = yaml.line_of(yaml.node(*node).span.start);
+                let file = model.repo.file(patch.file);
+                let line = file.yaml.line_of(file.yaml.node(*node).span.start);
                 let mut finding = instance_finding(
                     model,
-                    (META.id, severity),
-                    message,
+                    (META.id, judged.severity),
+                    judged.message,
                     (patch.file, line),
                     d.layer,
                     generated.instance,
                 );
-                finding.no_fix_reason = Some(NO_FIX.into());
+                if judged.namespace_too_early {
+                    match drop_target_namespace(&file.path, &file.yaml, *node) {
+                        Ok(fix) => finding.fix = Some(fix),
+                        Err(why) => finding.no_fix_reason = Some(why),
+                    }
+                } else {
+                    finding.no_fix_reason = Some(NO_FIX.into());
+                }
                 findings.push(finding);
             }
         }
@@ -63,6 +71,14 @@ impl Rule for PatchMatchesNothing {
         findings.extend(kustomization_patches(model));
         findings
     }
+}
+
+/// What a FluxInstance patch deserves.
+struct Judged {
+    severity: Severity,
+    message: String,
+    /// The target selects its objects once its `namespace:` is gone: the intent is plain.
+    namespace_too_early: bool,
 }
 
 /// The finding a FluxInstance patch deserves, if any: an error when its target selects none of
@@ -74,7 +90,7 @@ fn judge(
     generated: &InstanceObjects,
     patch: &InstancePatch,
     selector: &Selector,
-) -> Option<(Severity, String)> {
+) -> Option<Judged> {
     let component = |&i: &usize| generated.objects[i].component.is_some();
     let late: Vec<&GeneratedObject> = patch
         .selected_too_late
@@ -83,10 +99,12 @@ fn judge(
         .map(|&i| &generated.objects[i])
         .collect();
     if !late.is_empty() && !patch.selected.iter().any(component) {
-        return Some((
-            Severity::Error,
-            too_late(model, generated, patch, selector, &late),
-        ));
+        let (message, namespace_too_early) = too_late(model, generated, patch, selector, &late);
+        return Some(Judged {
+            severity: Severity::Error,
+            message,
+            namespace_too_early,
+        });
     }
     if !patch.selected.is_empty() || patch.undecided > 0 {
         return None;
@@ -101,21 +119,22 @@ fn judge(
     } else {
         Severity::Error
     };
-    Some((
+    Some(Judged {
         severity,
-        message(model, generated, patch, selector, missing_component),
-    ))
+        message: message(model, generated, patch, selector, missing_component),
+        namespace_too_early: false,
+    })
 }
 
 /// Why a patch that would select component objects on the cluster selects none when the
-/// operator applies it.
+/// operator applies it, and whether its `namespace:` is the reason.
 fn too_late(
     model: &Model,
     generated: &InstanceObjects,
     patch: &InstancePatch,
     selector: &Selector,
     late: &[&GeneratedObject],
-) -> String {
+) -> (String, bool) {
     let instance = &model.object(generated.instance).key;
     let without_namespace = Selector {
         namespace: None,
@@ -145,7 +164,7 @@ fn too_late(
              in the manifests), or by kind and name",
         )
     };
-    format!(
+    let message = format!(
         "the patch of {instance} at line {} targets {}, which would select {}{} on the cluster \
          but selects nothing when the patch runs: {why}. kustomize drops the patch without an \
          error and the change never reaches the cluster; {instead}",
@@ -157,6 +176,92 @@ fn too_late(
         } else {
             String::new()
         },
+    );
+    (message, by_namespace)
+}
+
+/// The trade-off of [`drop_target_namespace`] (rules/FM004.md, Fix).
+const NAMESPACE_TRADEOFF: &str = "The patch starts to reach the cluster: flux-operator applies it \
+at the instance's next reconcile and rolls the patched controllers. It never ran before, so it is \
+untested: read what it changes. A wrong path or value fails the instance's build, which then \
+stays at its last good state and reports the error in its status (with FM001's layout, that \
+stalls only the instance).";
+
+/// The fix of a target whose `namespace:` keeps it from selecting: remove that entry, nothing
+/// else (the gates compare the instance with every patch target's namespace left out).
+fn drop_target_namespace(path: &str, yaml: &YamlFile, target: NodeId) -> Result<Fix, String> {
+    let (key, _) = yaml
+        .entry(target, "namespace")
+        .ok_or("the target's `namespace:` is not written in it (an alias or a merge key?)")?;
+    let edit = edit::remove_entry(yaml, target, key).map_err(|e| e.to_string())?;
+    let mut changes = Changeset::default();
+    changes.edit(path, edit);
+    let mut fix = Fix::titled(
+        "remove namespace from a FluxInstance patch target".into(),
+        "remove `namespace:` from the patch's target, so that it selects the component objects \
+         when flux-operator runs it"
+            .into(),
+        NAMESPACE_TRADEOFF,
+        changes,
+    );
+    fix.normalise = Some(without_target_namespaces);
+    Ok(fix)
+}
+
+/// An object's content with `namespace` left out of the target of every `kustomize.patches`
+/// entry (a FluxInstance's spec, or the flux-instance chart's values).
+fn without_target_namespaces(value: Value) -> Value {
+    let strip_patches = |kustomize: Value| match kustomize {
+        Value::Map(entries) => Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    (Some("patches"), Value::Seq(items)) => (
+                        k,
+                        Value::Seq(items.into_iter().map(without_namespace).collect()),
+                    ),
+                    (_, v) => (k, v),
+                })
+                .collect(),
+        ),
+        other => other,
+    };
+    match value {
+        Value::Map(entries) => Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| match k.as_str() {
+                    Some("kustomize") => (k, strip_patches(v)),
+                    _ => (k, without_target_namespaces(v)),
+                })
+                .collect(),
+        ),
+        Value::Seq(items) => Value::Seq(items.into_iter().map(without_target_namespaces).collect()),
+        other => other,
+    }
+}
+
+/// A patch entry without its target's `namespace`.
+fn without_namespace(item: Value) -> Value {
+    let Value::Map(entries) = item else {
+        return item;
+    };
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                (Some("target"), Value::Map(target)) => (
+                    k,
+                    Value::Map(
+                        target
+                            .into_iter()
+                            .filter(|(tk, _)| tk.as_str() != Some("namespace"))
+                            .collect(),
+                    ),
+                ),
+                (_, v) => (k, v),
+            })
+            .collect(),
     )
 }
 
