@@ -10,6 +10,9 @@
 //! printed: the outside file's marker must never be in it, nothing may connect to the listener,
 //! and the layer is either not verified with the reason or built without the outside content.
 
+// A /bin/sh kubectl wrapper, permissions, symbolic links: unix only.
+#![cfg(unix)]
+
 mod common;
 
 use std::net::TcpListener;
