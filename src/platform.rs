@@ -1,9 +1,13 @@
 //! What differs between operating systems, in one place, each with a portable fallback:
-//! opening a file of the repository without following links, owner-only temporary files, and
-//! confining a child process (its own process group, a memory limit, death with fluxmend, no
-//! network). Linux gets every protection; other Unix systems all but the network namespace and
-//! the death signal; elsewhere the fallbacks check what can be checked and say what they could
-//! not do.
+//! opening a file of the repository without following links, owner-only temporary files, files
+//! named relative to an open directory ([`dirfd`], for the journalled write), the stat data git
+//! keeps in its index, finding a program, ending the process at once, and confining a child
+//! process (its own process group, a memory limit, death with fluxmend, no network). Linux gets
+//! every protection; other Unix systems all but the network namespace and the death signal;
+//! elsewhere the fallbacks check what can be checked and say what they could not do. No other
+//! module calls the operating system directly (`libc` is a dependency on Unix only).
+
+pub mod dirfd;
 
 use std::fs::File;
 use std::io;
@@ -163,6 +167,55 @@ fn executable_names(name: &str) -> Vec<String> {
         vec![format!("{name}.exe"), name.to_string()]
     } else {
         vec![name.to_string()]
+    }
+}
+
+/// End the process at once with `code`, as a kill would: no destructor, no buffer flushed, no
+/// exit handler (the write's crash tests stop it this way).
+pub fn exit_at_once(code: i32) -> ! {
+    #[cfg(unix)]
+    {
+        // SAFETY: _exit ends the process at once; nothing is touched afterwards.
+        unsafe { libc::_exit(code) }
+    }
+    #[cfg(not(unix))]
+    {
+        // No destructor runs (the C runtime's exit handlers may).
+        std::process::exit(code)
+    }
+}
+
+/// What git's index records of a file's metadata (`git status` compares it to tell a file
+/// unchanged without reading it): change and modification times (seconds, nanoseconds),
+/// device, inode, owner, group. `None` where the system has no such data (git then reads the
+/// file to tell).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexStat {
+    pub ctime: (i64, i64),
+    pub mtime: (i64, i64),
+    pub dev: u64,
+    pub ino: u64,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+pub fn index_stat(m: &std::fs::Metadata) -> Option<IndexStat> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some(IndexStat {
+            ctime: (m.ctime(), m.ctime_nsec()),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            dev: m.dev(),
+            ino: m.ino(),
+            uid: m.uid(),
+            gid: m.gid(),
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
     }
 }
 

@@ -3,10 +3,15 @@
 //! form fluxmend's model does not read the way kustomize does: inline generator and transformer
 //! strings, upper-case and capitalised keys (kustomize decodes with Go's case-insensitive JSON),
 //! tagged scalars (`!!binary`), duplicate keys, a lone carriage return, a UTF-16 file, keys that
-//! Go folds to ASCII, a Flux `spec.patches` entry with a `path`. The builds run through a
-//! `kustomize` wrapper that records everything kubectl printed: the outside file's marker must
-//! never be in it, nothing may connect to the listener, and the layer is either not verified
-//! with the reason or built without the outside content.
+//! Go folds to ASCII, a Flux `spec.patches` entry with a `path`; and their variants: the other
+//! line breaks of YAML 1.1 (NEL, U+2028, U+2029), escaped and explicit keys, merge keys and
+//! aliases, every tag form, a BOM, UTF-16 big-endian, JSON, and an outside path or URL in every
+//! list field. The builds run through a `kustomize` wrapper that records everything kubectl
+//! printed: the outside file's marker must never be in it, nothing may connect to the listener,
+//! and the layer is either not verified with the reason or built without the outside content.
+
+// A /bin/sh kubectl wrapper, permissions, symbolic links: unix only.
+#![cfg(unix)]
 
 mod common;
 
@@ -419,6 +424,147 @@ fn cases(o: &Outside, url: &str) -> Vec<Case> {
                 "configMapGenerator:\n  - name: leak\n    namespace: demo\n    files:\n      - a=b={txt}\n"
             )),
             not_verified: Some("kustomize refuses"),
+        },
+        // Variants of the classes above (issue 24 audit): more line breaks kustomize's YAML 1.1
+        // reader knows, more key spellings, more tags, more encodings, every list field.
+        Case {
+            name: "NEL line break (YAML 1.1)",
+            repo: with_sub(format!("resources:\n  - cm.yaml\u{85}  - {cm}\n")),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "line separator U+2028 (YAML 1.1)",
+            repo: with_sub(format!("resources:\n  - cm.yaml\u{2028}  - {cm}\n")),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "paragraph separator U+2029 (YAML 1.1)",
+            repo: with_sub(format!("resources:\n  - cm.yaml\u{2029}  - {cm}\n")),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "key spelled with a double-quoted escape",
+            repo: with_sub(format!("\"re\\x73ources\": [cm.yaml, {cm}]\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "explicit key",
+            repo: with_sub(format!("? resources\n: [cm.yaml, {cm}]\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "merge key",
+            repo: with_sub(format!("<<: {{resources: [cm.yaml, {cm}]}}\n")),
+            not_verified: Some("merge key"),
+        },
+        Case {
+            name: "alias of a list holding an outside path",
+            repo: with_sub(format!(
+                "components: &a []\nresources: [cm.yaml, &b {cm}]\nnameSuffix: *b\n"
+            )),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "deprecated bases field",
+            repo: with_sub(format!(
+                "resources: [cm.yaml]\nbases: [{}]\n",
+                o.dir.path().display()
+            )),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "file URL",
+            repo: with_sub(format!("resources: [cm.yaml, 'file://{cm}']\n")),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "!!str tag",
+            repo: with_sub(format!("resources: [cm.yaml, !!str {cm}]\n")),
+            not_verified: Some("tag"),
+        },
+        Case {
+            name: "non-specific tag",
+            repo: with_sub(format!("resources: [cm.yaml, ! {cm}]\n")),
+            not_verified: Some("tag"),
+        },
+        Case {
+            name: "%TAG directive",
+            repo: with_sub(format!(
+                "%TAG !e! tag:example.com,2000:\n---\nresources: [cm.yaml, !e!p {cm}]\n"
+            )),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "UTF-8 byte order mark",
+            repo: with_component(
+                format!(
+                    "\u{feff}apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml, {cm}]\n"
+                ),
+                "",
+            ),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "UTF-16 big-endian kustomization",
+            repo: with_sub({
+                let mut out = vec![0xfe, 0xff];
+                for unit in format!("resources: [cm.yaml, {cm}]\n").encode_utf16() {
+                    out.extend(unit.to_be_bytes());
+                }
+                out
+            }),
+            not_verified: Some("hostile/kustomization.yaml"),
+        },
+        Case {
+            name: "JSON kustomization",
+            repo: with_component(
+                format!(
+                    "{{\"apiVersion\": \"kustomize.config.k8s.io/v1alpha1\", \"kind\": \"Component\", \"resources\": [\"cm.yaml\", \"{cm}\"]}}\n"
+                ),
+                "",
+            ),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "crds outside",
+            repo: with_apps_extra(&format!("crds:\n  - {cm}\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "configurations outside",
+            repo: with_apps_extra(&format!("configurations:\n  - {cm}\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "replacements path outside",
+            repo: with_apps_extra(&format!("replacements:\n  - path: {cm}\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "validators outside",
+            repo: with_apps_extra(&format!("validators:\n  - {cm}\n")),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "patchesJson6902 path outside",
+            repo: with_apps_extra(&format!(
+                "patchesJson6902:\n  - target: {{version: v1, kind: ConfigMap, name: settings}}\n    path: {patch}\n"
+            )),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "secretGenerator env (singular) outside",
+            repo: with_apps_extra(&format!(
+                "secretGenerator:\n  - name: leak\n    namespace: demo\n    env: {txt}\n"
+            )),
+            not_verified: Some("absolute path"),
+        },
+        Case {
+            name: "Helm chart from a URL",
+            repo: with_apps_extra(&format!(
+                "helmCharts:\n  - name: leak\n    repo: {url}\n    version: 1.0.0\n"
+            )),
+            not_verified: Some("Helm chart"),
         },
         Case {
             name: "Flux spec.patches entry with a path (Flux reads only patch and target)",

@@ -214,6 +214,7 @@ fn invalid_branch_names_are_usage_errors() {
 /// removes the directories the write made. The failure is a lock another git process takes
 /// while fluxmend writes (the race hook of debug builds takes it once the temporaries are
 /// written): the index, then the branch.
+#[cfg(unix)]
 #[test]
 fn a_failed_commit_leaves_no_new_directory() {
     if !cfg!(debug_assertions) {
@@ -401,6 +402,7 @@ fn a_hostile_journal_is_refused() {
 
 /// Issue 24, item 9: an edited file keeps its owner and group (as root: any; as another user: a
 /// group the user is in), and its mode.
+#[cfg(unix)]
 #[test]
 fn an_edited_file_keeps_its_owner_and_group() {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -438,6 +440,7 @@ fn an_edited_file_keeps_its_owner_and_group() {
 /// Issue 24, item 9, for what the write creates: a new file and a new directory take the owner
 /// and group of the directory they are made in, so that root fixing another user's tree leaves
 /// nothing root-owned behind (they were root's).
+#[cfg(unix)]
 #[test]
 fn created_files_and_directories_take_their_directorys_owner() {
     use std::os::unix::fs::MetadataExt as _;

@@ -5,6 +5,9 @@
 //! oversized file; and a FIFO named `*.yaml` in the tree. Each is refused with a diagnostic
 //! naming the file; `check` ends; nothing outside is read.
 
+// FIFOs and symbolic links: unix only.
+#![cfg(unix)]
+
 mod common;
 
 use std::path::Path;

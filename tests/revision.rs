@@ -288,6 +288,8 @@ fn blobs_over_the_size_limit_are_judged_by_their_header_and_not_read() {
 /// text, directories, other files, diagnostics) and the same model (generated names, which
 /// hash files read from the revision), ignore files, Flux's defaults, a link, a Helm chart,
 /// unreadable YAML and the configuration's `exclude` included.
+// (A symbolic link in the tree: unix only.)
+#[cfg(unix)]
 #[test]
 fn a_revision_loads_as_its_checkout_does() {
     let repo = common::TempRepo::empty();

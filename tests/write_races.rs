@@ -10,6 +10,9 @@
 //! and with `apply TARGET` right before each target is put in place); release builds have no hook
 //! and these tests do nothing there.
 
+// Shell race hooks and symbolic links: unix only.
+#![cfg(unix)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -222,32 +222,19 @@ struct StatData {
     gid: u32,
 }
 
-#[cfg(unix)]
+/// From the file's metadata where the system has it; elsewhere none (git reads the file again
+/// to tell).
 fn stat_data(m: &std::fs::Metadata) -> StatData {
-    use std::os::unix::fs::MetadataExt as _;
+    let s = crate::platform::index_stat(m).unwrap_or_default();
     // The index keeps 32 bits of each (git truncates the same way).
-    let time = |s: i64, ns: i64| git2::IndexTime::new(s as i32, ns as u32);
+    let time = |(secs, ns): (i64, i64)| git2::IndexTime::new(secs as i32, ns as u32);
     StatData {
-        ctime: time(m.ctime(), m.ctime_nsec()),
-        mtime: time(m.mtime(), m.mtime_nsec()),
-        dev: m.dev() as u32,
-        ino: m.ino() as u32,
-        uid: m.uid(),
-        gid: m.gid(),
-    }
-}
-
-/// Elsewhere: none (git reads the file again to tell).
-#[cfg(not(unix))]
-fn stat_data(_: &std::fs::Metadata) -> StatData {
-    let zero = git2::IndexTime::new(0, 0);
-    StatData {
-        ctime: zero,
-        mtime: zero,
-        dev: 0,
-        ino: 0,
-        uid: 0,
-        gid: 0,
+        ctime: time(s.ctime),
+        mtime: time(s.mtime),
+        dev: s.dev as u32,
+        ino: s.ino as u32,
+        uid: s.uid,
+        gid: s.gid,
     }
 }
 

@@ -3,7 +3,6 @@
 
 pub mod apply;
 pub mod commit;
-pub mod dirfd;
 pub mod escape;
 pub mod github;
 pub mod pr;

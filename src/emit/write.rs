@@ -5,7 +5,7 @@
 //!
 //! 1. The journal is created exclusively (a second fluxmend writing the same tree is refused).
 //! 2. Every directory on the way is opened from the root without following a link and held open
-//!    ([`super::dirfd`]): a directory renamed or replaced by a link later does not redirect the
+//!    ([`crate::platform::dirfd`]): a directory renamed or replaced by a link later does not redirect the
 //!    write. Every new directory is journalled, then made. Every new content, and a copy of every
 //!    file to edit or delete, is journalled (its temporary name and the SHA-256 of its content),
 //!    then written to a temporary sibling of its target created exclusively under a random name
@@ -41,7 +41,7 @@ use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 
 use super::apply::{EmitError, FileChange};
-use super::dirfd::{self, Dir, Kind, Meta};
+use crate::platform::dirfd::{self, Dir, Kind, Meta};
 
 /// The journal's file name in the repository root.
 pub const JOURNAL: &str = ".fluxmend-journal";
@@ -587,8 +587,7 @@ impl Journal {
     fn step(&mut self) {
         if let Some(n) = &mut self.abort_after {
             if *n == 0 {
-                // SAFETY: _exit ends the process at once; nothing is touched afterwards.
-                unsafe { libc::_exit(86) };
+                crate::platform::exit_at_once(86);
             }
             *n -= 1;
         }
@@ -1480,6 +1479,7 @@ mod tests {
         assert!(err.to_string().contains("blocker/x.yaml"), "{err}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn keeps_the_mode_of_an_edited_file() {
         use std::os::unix::fs::PermissionsExt as _;
