@@ -253,8 +253,14 @@ fn graph_formats_succeed() {
 /// layers), and no diagnostic.
 fn repo_with_unfixable_error_finding() -> TempRepo {
     let repo = TempRepo::flux_layout();
+    // A workload makes the layer shared (not the instance's own, so no `wait: false` in
+    // place), and the folder has no kustomization file (so no move).
     repo.append("clusters/prod/infra.yaml", "  wait: true\n")
-        .write("infra/flux.yaml", common::FLUX_INSTANCE);
+        .write("infra/flux.yaml", common::FLUX_INSTANCE)
+        .write(
+            "infra/controller.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: controller\n  namespace: default\nspec:\n  selector:\n    matchLabels:\n      app: controller\n  template:\n    metadata:\n      labels:\n        app: controller\n    spec:\n      containers:\n        - name: controller\n          image: example.org/controller:1.0\n",
+        );
     repo
 }
 
