@@ -161,16 +161,7 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
     }
     if items.len() == 1 {
         // The list would be empty: make it an explicit empty flow sequence.
-        let seq_node = file.node(seq);
-        let colon = text[..seq_node.span.start]
-            .rfind(':')
-            .ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
-        let end = line_end_excluding_break(text, node.span.end);
-        return Ok(TextEdit {
-            start: colon + 1,
-            end,
-            text: " []".into(),
-        });
+        return clear_sequence(file, seq);
     }
     let start = if idx > 0 {
         let others: Vec<String> = items
@@ -192,6 +183,34 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
         start,
         end: after_line(text, node.span.end),
         text: String::new(),
+    })
+}
+
+/// Empty a sequence that is a mapping value in one edit: `key: []`, every item (and the
+/// comments between them) gone.
+pub fn clear_sequence(file: &YamlFile, seq: NodeId) -> Result<TextEdit, EditError> {
+    let NodeKind::Sequence { items, flow } = file.node(seq).kind else {
+        return Err(EditError::Unsupported("not a sequence".into()));
+    };
+    let span = file.node(seq).span;
+    if flow {
+        return Ok(TextEdit {
+            start: span.start,
+            end: span.end,
+            text: "[]".into(),
+        });
+    }
+    let last = *items
+        .last()
+        .ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
+    let text = &file.text;
+    let colon = text[..span.start]
+        .rfind(':')
+        .ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
+    Ok(TextEdit {
+        start: colon + 1,
+        end: line_end_excluding_break(text, file.node(last).span.end),
+        text: " []".into(),
     })
 }
 
@@ -924,5 +943,46 @@ mod flow_entry_tests {
         let map = file.lookup(file.docs[0].root, &["spec"]).unwrap();
         let (k, _) = file.entry(map, "a").unwrap();
         assert!(remove_entry(&file, map, k).is_err());
+    }
+}
+
+#[cfg(test)]
+mod clear_tests {
+    use super::*;
+
+    fn cleared(text: &str) -> String {
+        let (file, err) = YamlFile::parse(text);
+        assert!(err.is_none(), "{err:?}");
+        let list = file.lookup(file.docs[0].root, &["resources"]).unwrap();
+        apply(text, &[clear_sequence(&file, list).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn every_item_goes_in_one_edit() {
+        assert_eq!(
+            cleared("resources:\n  - a.yaml\n  # b\n  - b.yaml # last\nnext: 1\n"),
+            "resources: []\nnext: 1\n"
+        );
+        assert_eq!(
+            cleared("resources: [a.yaml, b.yaml]\nnext: 1\n"),
+            "resources: []\nnext: 1\n"
+        );
+    }
+}
+
+#[cfg(test)]
+mod flow_item_tests {
+    use super::*;
+
+    /// The only item of a multi-line flow sequence, a flow mapping with a trailing comma: the
+    /// list is left `[]` (its closing brace went with it).
+    #[test]
+    fn the_only_flow_item_goes_whole() {
+        let text = "hc: [{\n  a: 1,\n}]\nnext: 1\n";
+        let (file, _) = YamlFile::parse(text);
+        let list = file.lookup(file.docs[0].root, &["hc"]).unwrap();
+        let item = file.items(list)[0];
+        let e = remove_item(&file, list, item).unwrap();
+        assert_eq!(apply(text, &[e]).unwrap(), "hc: []\nnext: 1\n");
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::{
     TempRepo, assert_fix_writes_after_tree, differing_paths, first_finding_and_fix, fix_runs,
-    fixture, fluxmend, git, git_repo_with, kubectl_kustomize, strip_protection, tree,
+    fixture, fluxmend, git, git_repo_with, kubectl_kustomize, strip_protection, tree, unwrapped,
 };
 
 const CASES: &[&str] = &[
@@ -537,4 +537,77 @@ fn a_new_layer_is_applied_by_the_same_parent_as_the_old_one() {
         assert!(instance_live, "{case}: no live layer applies the instance");
     }
     assert!(moved > 0, "no case adds a layer");
+}
+
+/// The instance's own layer is decided by who uses its objects: the layer that reads the
+/// Secret of the layer's ExternalSecret depends on it, so it gets a healthChecks entry
+/// (fm001-own-layer); once it no longer depends on the layer (negative control), the layer
+/// serves more than the instance and the instance moves instead, saying why.
+#[test]
+fn an_object_a_layer_uses_without_depending_on_it_makes_the_layer_shared() {
+    let own = first_finding_and_fix(&fixture("fm001-own-layer", "before"), "FM001").1;
+    assert!(
+        own.starts_with("set wait: false on flux-system/flux-instance")
+            && own.contains(
+                "ExternalSecret/flux-system/chat-webhook (used by flux-system/flux-alerts)"
+            ),
+        "{own}"
+    );
+    let repo = TempRepo::copy_of(&fixture("fm001-own-layer", "before"));
+    let ks = "kubernetes/apps/flux-system/flux-alerts/ks.yaml";
+    let text = repo.read(ks);
+    let without = text.replace(
+        "  dependsOn:\n    - name: flux-instance\n      namespace: *namespace\n",
+        "",
+    );
+    assert_ne!(text, without);
+    repo.write(ks, &without);
+    let shared = first_finding_and_fix(repo.path(), "FM001").1;
+    assert!(
+        !shared.starts_with("set wait: false")
+            && shared.ends_with(
+                "(not in place: ExternalSecret/flux-system/chat-webhook is used by flux-system/flux-alerts, which does not depend on flux-system/flux-instance)"
+            ),
+        "{shared}"
+    );
+}
+
+/// A `healthChecks` list the layer already has (ignored while `wait` was true) is kept and read
+/// from then on: the entry naming the instance goes, the others stay, the object a dependent
+/// uses is added to it, and the fix says the kept entries now count.
+#[test]
+fn an_ignored_health_checks_list_is_kept_and_extended() {
+    let repo = TempRepo::copy_of(&fixture("fm001-own-layer", "before"));
+    let ks = "kubernetes/apps/flux-system/flux-instance/ks.yaml";
+    let text = repo.read(ks);
+    let with_list = text.replace(
+        "  timeout: 5m\n",
+        "  timeout: 5m\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      name: flux-instance\n      namespace: flux-system\n    - apiVersion: external-secrets.io/v1\n      kind: ExternalSecret\n      name: webhook-token\n      namespace: flux-system\n",
+    );
+    assert_ne!(text, with_list);
+    repo.write(ks, &with_list);
+    let root = repo.path().to_str().unwrap();
+    let run = fluxmend(["fix", "--write", root, "--rule", "FM001"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        unwrapped(&run.stderr)
+            .contains("its other healthChecks entries (1), ignored while wait was true"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        repo.read(ks),
+        text.replace(
+            "  timeout: 5m\n",
+            "  timeout: 5m\n  healthChecks:\n    - apiVersion: external-secrets.io/v1\n      kind: ExternalSecret\n      name: webhook-token\n      namespace: flux-system\n    - {apiVersion: external-secrets.io/v1, kind: ExternalSecret, name: chat-webhook, namespace: flux-system}\n",
+        )
+        .replace("wait: true #", "wait: false #")
+    );
+    let again = fluxmend(["fix", root, "--rule", "FM001"]);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, ""),
+        "{}",
+        again.stderr
+    );
 }

@@ -1102,6 +1102,13 @@ impl Builder<'_> {
         scratch.children.truncate(frame.children);
         let own = self.span(frame.id);
         let span = if frame.flow {
+            // After a trailing comma (`{a: 1,\n}`) the end marker sits on the comma; the
+            // closing bracket is the next token.
+            let close = if frame.mapping { b'}' } else { b']' };
+            let at = match self.text.as_bytes().get(at) {
+                Some(&b',') => ends::find_indicator(self.text, at + 1, close).unwrap_or(at),
+                _ => at,
+            };
             Span::new(own.start, (at + 1).min(self.text.len()))
         } else {
             // A block collection runs from its first child (or its dash) to the end of its last

@@ -523,6 +523,29 @@ fn flow_items_and_closer_may_sit_left_of_their_key() {
     assert_spans_reparse(&file);
 }
 
+/// A flow collection with a trailing comma (JSON-style YAML written by hand) ends at its closing
+/// bracket, not at the comma where the parser's end marker sits.
+#[test]
+fn a_flow_collection_with_a_trailing_comma_ends_at_its_bracket() {
+    let text = "hc: [{\n  a: 1,\n  # note\n}, {b: [x, y,],\n},]\nnext: 1\n";
+    let file = parse_ok(text);
+    let root = file.docs[0].root;
+    let list = file.lookup(root, &["hc"]).unwrap();
+    let items = file.items(list);
+    assert_eq!(
+        file.slice(file.node(items[0]).span),
+        "{\n  a: 1,\n  # note\n}"
+    );
+    assert_eq!(file.slice(file.node(items[1]).span), "{b: [x, y,],\n}");
+    let inner = file.lookup(items[1], &["b"]).unwrap();
+    assert_eq!(file.slice(file.node(inner).span), "[x, y,]");
+    assert_eq!(
+        file.slice(file.node(list).span),
+        "[{\n  a: 1,\n  # note\n}, {b: [x, y,],\n},]"
+    );
+    assert_spans_reparse(&file);
+}
+
 #[test]
 fn a_quoted_scalar_may_continue_at_column_zero() {
     let text = "data:\n  motd: \"hello\nworld\"\n  single: 'a\n b'\n";

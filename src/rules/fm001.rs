@@ -123,8 +123,7 @@ fn own_layer(
 ) -> Result<OwnLayer, String> {
     let layer = model.layer(layer_id);
     let dependents: BTreeSet<LayerId> = model.dependents(layer_id).into_iter().collect();
-    let mut checks: Vec<(Rendered, Vec<LayerId>)> = Vec::new();
-    let mut companions = BTreeSet::new();
+    let mut others: Vec<&Rendered> = Vec::new();
     for variant in &layer.variants {
         let products: Vec<SourceRef> = variant
             .inventory
@@ -132,26 +131,36 @@ fn own_layer(
             .filter(|r| model.is_flux_instance(r.object))
             .filter_map(|r| model.instance_source(r.object))
             .collect();
-        for r in &variant.inventory {
-            if model.is_flux_instance(r.object) || is_product(&products, r) {
-                continue;
-            }
-            if let Some(what) = runs_its_own(model, r) {
-                return Err(format!("{} {what}", r.key));
-            }
-            let users = analysis.users(layer_id, r);
-            if let Some(&other) = users.iter().find(|u| !dependents.contains(u)) {
-                return Err(format!(
-                    "{} is used by {}, which does not depend on {}",
-                    r.key,
-                    model.layer(other).id,
-                    layer.id
-                ));
-            }
-            companions.insert(r.key.to_string());
-            if !users.is_empty() && !checks.iter().any(|(c, _)| c.key == r.key) {
-                checks.push((r.clone(), users.into_iter().collect()));
-            }
+        others.extend(
+            variant
+                .inventory
+                .iter()
+                .filter(|r| !model.is_flux_instance(r.object) && !is_product(&products, r)),
+        );
+    }
+    // What an object is reads its own document; who uses it searches the cluster: the cheap
+    // question first.
+    if let Some((r, what)) = others
+        .iter()
+        .find_map(|r| runs_its_own(model, r).map(|what| (r, what)))
+    {
+        return Err(format!("{} {what}", r.key));
+    }
+    let mut checks: Vec<(Rendered, Vec<LayerId>)> = Vec::new();
+    let mut companions = BTreeSet::new();
+    for r in others {
+        let users = analysis.users(layer_id, r);
+        if let Some(&other) = users.iter().find(|u| !dependents.contains(u)) {
+            return Err(format!(
+                "{} is used by {}, which does not depend on {}",
+                r.key,
+                model.layer(other).id,
+                layer.id
+            ));
+        }
+        companions.insert(r.key.to_string());
+        if !users.is_empty() && !checks.iter().any(|(c, _)| c.key == r.key) {
+            checks.push((r.clone(), users.into_iter().collect()));
         }
     }
     Ok(OwnLayer {

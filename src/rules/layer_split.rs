@@ -76,9 +76,8 @@ pub(super) fn remove_items(
     changes: &mut Changeset,
 ) -> Result<(), String> {
     if !items.is_empty() && items.len() == yaml.items(list).len() {
-        // Every entry goes: the list itself is removed by emptying it.
-        let first = *items.iter().next().expect("non-empty");
-        let e = edit::remove_item(yaml, list, first).map_err(|e| e.to_string())?;
+        // Every entry goes: the list is emptied (`key: []`) in one edit.
+        let e = edit::clear_sequence(yaml, list).map_err(|e| e.to_string())?;
         changes.edit(path, e);
         return Ok(());
     }
