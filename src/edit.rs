@@ -57,27 +57,36 @@ impl Changeset {
             .insert(path.to_string(), FileOp::Create(contents));
     }
 
-    /// Merge another changeset; conflicting edits are refused, leaving `self` unchanged.
+    /// Merge another changeset; conflicting edits are refused, leaving `self` unchanged. Checked
+    /// before anything changes, copying only the files both touch: a plan merges every fix into
+    /// one changeset, and copying all of it per fix was quadratic in the fixes.
     pub fn merge(&mut self, other: &Changeset) -> Result<(), EditError> {
-        let mut merged = self.clone();
+        let mut edited = Vec::new();
         for (path, op) in &other.files {
-            match (merged.files.get_mut(path), op) {
-                (None, op) => {
-                    merged.files.insert(path.clone(), op.clone());
-                }
+            match (self.files.get(path), op) {
+                (None, _) => {}
                 (Some(FileOp::Edit(mine)), FileOp::Edit(theirs)) => {
+                    let mut all = mine.clone();
                     for e in theirs {
-                        if !mine.contains(e) {
-                            mine.push(e.clone());
+                        if !all.contains(e) {
+                            all.push(e.clone());
                         }
                     }
-                    check_disjoint(path, mine)?;
+                    check_disjoint(path, &mut all)?;
+                    edited.push((path, all));
                 }
                 (Some(mine), theirs) if mine == theirs => {}
                 _ => return Err(EditError::CreatedTwice { path: path.clone() }),
             }
         }
-        *self = merged;
+        for (path, op) in &other.files {
+            if !self.files.contains_key(path) {
+                self.files.insert(path.clone(), op.clone());
+            }
+        }
+        for (path, all) in edited {
+            self.files.insert(path.clone(), FileOp::Edit(all));
+        }
         Ok(())
     }
 
