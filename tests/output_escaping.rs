@@ -62,6 +62,8 @@ fn hostile_repo() -> TempRepo {
 /// A character that must not reach a reader raw: a control character (C0, DEL, C1), a
 /// bidirectional formatting character, or a line or paragraph separator (a line break to
 /// editors, browsers and JavaScript: it can forge a line of the report).
+/// Written here again on purpose, not taken from `emit::escape`: the test's oracle must not
+/// share a mistake with the code it checks.
 fn unsafe_raw(c: char) -> bool {
     c.is_control()
         || matches!(

@@ -820,29 +820,31 @@ fn below_a_generated_path_only_what_nested_kustomizations_name_is_read() {
     assert_eq!(d["severity"], "error", "{d:#}");
 }
 
+/// A Flux Kustomization `flux-system/NAME` syncing `path` from the GitRepository `flux-system`.
+fn flux_ks(name: &str, path: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+    )
+}
+
 /// With no root (Flux installed from outside the repository), a Flux Kustomization whose file
 /// lies below a path another layer syncs, but which that layer's build does not take (its entry
 /// commented out), is not applied by Flux: unreferenced, not live, and its broken build is a
 /// note. The layers the build does take stay live.
 #[test]
 fn without_a_root_a_layer_left_out_of_a_synced_folder_is_not_live() {
-    let ks = |name: &str, path: &str| {
-        format!(
-            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
-        )
-    };
     let repo = TempRepo::empty();
-    repo.write("cluster/apps.yaml", ks("apps", "./apps"))
+    repo.write("cluster/apps.yaml", flux_ks("apps", "./apps"))
         .write(
             "apps/kustomization.yaml",
             "resources:\n  - ./web/ks.yaml\n  # - ./old/ks.yaml\n",
         )
-        .write("apps/web/ks.yaml", ks("web", "./apps/web/app"))
+        .write("apps/web/ks.yaml", flux_ks("web", "./apps/web/app"))
         .write(
             "apps/web/app/cm.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: default\n",
         )
-        .write("apps/old/ks.yaml", ks("old", "./apps/old/app"))
+        .write("apps/old/ks.yaml", flux_ks("old", "./apps/old/app"))
         .write(
             "apps/old/app/kustomization.yaml",
             "resources:\n  - gone.yaml\n",
@@ -864,20 +866,16 @@ fn without_a_root_a_layer_left_out_of_a_synced_folder_is_not_live() {
 /// notes that name the failing layer; with the build repaired (negative control) they are live.
 #[test]
 fn below_a_layer_whose_build_fails_the_layers_are_unknown_not_warnings() {
-    let ks = |name: &str, path: &str| {
-        format!(
-            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
-        )
-    };
     let repo = TempRepo::empty();
-    repo.write("cluster/apps.yaml", ks("apps", "./apps")).write(
-        "apps/kustomization.yaml",
-        "resources:\n  - ./web/ks.yaml\n  - ./db/ks.yaml\n  - ./gone/ks.yaml\n",
-    );
+    repo.write("cluster/apps.yaml", flux_ks("apps", "./apps"))
+        .write(
+            "apps/kustomization.yaml",
+            "resources:\n  - ./web/ks.yaml\n  - ./db/ks.yaml\n  - ./gone/ks.yaml\n",
+        );
     for app in ["web", "db"] {
         repo.write(
             &format!("apps/{app}/ks.yaml"),
-            ks(app, &format!("./apps/{app}/app")),
+            flux_ks(app, &format!("./apps/{app}/app")),
         )
         .write(
             &format!("apps/{app}/app/cm.yaml"),

@@ -733,6 +733,29 @@ struct Builder<'m, 'r> {
     diagnostics: Vec<Diagnostic>,
 }
 
+impl<'m, 'r> Builder<'m, 'r> {
+    /// A builder with no layer yet, that knows how many Flux Kustomizations read each source.
+    fn new(model: &'m Model<'r>, options: &'m ModelOptions, flux_ks: &[ObjectIdx]) -> Self {
+        let mut source_readers: HashMap<SourceRef, usize> = HashMap::default();
+        for &idx in flux_ks {
+            let key = model.object(idx).key.clone();
+            let source = layer_from_object(model, idx, &key, 0, None).source;
+            *source_readers.entry(source).or_default() += 1;
+        }
+        Builder {
+            renderer: Renderer::new(model),
+            layers: Vec::new(),
+            known: HashMap::default(),
+            source_roots: HashMap::default(),
+            options,
+            root_ids: HashSet::default(),
+            reached: HashSet::default(),
+            source_readers,
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
 impl Builder<'_, '_> {
     fn source_root(&mut self, cluster: usize, source: &SourceRef, path: &str) -> Option<String> {
         if let Some(dir) = self.mapped_source(source) {
@@ -1171,17 +1194,7 @@ impl Builder<'_, '_> {
             if key.name != "flux-system" || key.namespace.is_some() || self.reached.contains(&idx) {
                 return None;
             }
-            let mut trial = Builder {
-                renderer: Renderer::new(model),
-                layers: Vec::new(),
-                known: HashMap::default(),
-                source_roots: HashMap::default(),
-                options: self.options,
-                root_ids: HashSet::default(),
-                reached: HashSet::default(),
-                source_readers: self.source_readers.clone(),
-                diagnostics: Vec::new(),
-            };
+            let mut trial = Builder::new(model, self.options, flux_ks);
             // Tried in the namespace bootstrap gives it: its sourceRef (namespace-less too) then
             // names the bootstrap source; the walk says which namespace the cycle gives it.
             let bootstrap = ObjectKey {
@@ -1267,22 +1280,7 @@ pub(super) fn build_layers(model: &mut Model, options: &ModelOptions) {
         .filter_map(|i| instance_sync(model, i))
         .collect();
     let (layers, diagnostics) = {
-        let mut b = Builder {
-            renderer: Renderer::new(model),
-            layers: Vec::new(),
-            known: HashMap::default(),
-            source_roots: HashMap::default(),
-            options,
-            root_ids: HashSet::default(),
-            reached: HashSet::default(),
-            source_readers: HashMap::default(),
-            diagnostics: Vec::new(),
-        };
-        for &idx in &flux_ks {
-            let key = model.object(idx).key.clone();
-            let source = layer_from_object(model, idx, &key, 0, None).source;
-            *b.source_readers.entry(source).or_default() += 1;
-        }
+        let mut b = Builder::new(model, options, &flux_ks);
         let mut roots = Vec::new();
         let named = |idx: ObjectIdx| {
             let key = &model.object(idx).key;

@@ -11,9 +11,9 @@ use crate::parse::{NodeId, NodeKind, YamlFile};
 
 use super::disposable::Analysis;
 use super::layer_split::{
-    CARRIED, bringing_entry, copy_entry_nodes, entry_location, free_name, layer_document_head,
-    needs_protection, not_carried_patches, prefix, protect_first, register, relative_below,
-    remove_items, remove_resource_entry, second_phase, spec_indent,
+    CARRIED, bringing_entry, copy_entry_nodes, drop_spec_entries, entry_location, free_name,
+    layer_document_head, needs_protection, not_carried_patches, prefix, protect_first, register,
+    relative_below, remove_items, remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -366,7 +366,14 @@ fn plan_fix(
         }
     }
     if !layer.wait {
-        drop_health_checks(&file.yaml, obj.root, &dropped, &file.path, &mut changes)?;
+        drop_spec_entries(
+            &file.yaml,
+            obj.root,
+            "healthChecks",
+            &dropped,
+            &file.path,
+            &mut changes,
+        )?;
         return Ok(Fix::titled(
             format!(
                 "drop the FluxInstance's healthChecks entries from {}",
@@ -481,7 +488,14 @@ fn in_place(
                 );
             }
         }
-        Some(_) => drop_health_checks(yaml, obj.root, dropped, &file.path, &mut changes)?,
+        Some(_) => drop_spec_entries(
+            yaml,
+            obj.root,
+            "healthChecks",
+            dropped,
+            &file.path,
+            &mut changes,
+        )?,
         None if !new.is_empty() => {
             let lines = if matches!(yaml.node(spec).kind, NodeKind::Mapping { flow: true, .. }) {
                 let items: Vec<String> = new.iter().map(|r| check_flow_text(r)).collect();
@@ -568,33 +582,6 @@ fn check_flow_text(r: &Rendered) -> String {
         .map(|(k, v)| format!("{k}: {}", edit::scalar_text(&v)))
         .collect();
     format!("{{{}}}", fields.join(", "))
-}
-
-/// Remove the `healthChecks` entries `items`; when none would be left, the whole key (never
-/// `healthChecks: []`).
-fn drop_health_checks(
-    yaml: &YamlFile,
-    root: NodeId,
-    items: &BTreeSet<NodeId>,
-    path: &str,
-    changes: &mut Changeset,
-) -> Result<(), String> {
-    if items.is_empty() {
-        return Ok(());
-    }
-    let spec = yaml.lookup(root, &["spec"]).ok_or("spec not found")?;
-    let (key, list) = yaml
-        .entry(spec, "healthChecks")
-        .ok_or("healthChecks not found")?;
-    if items.len() == yaml.items(list).len() {
-        changes.edit(
-            path,
-            edit::remove_entry(yaml, spec, key).map_err(|e| format!("{path}: {e}"))?,
-        );
-        Ok(())
-    } else {
-        remove_items(yaml, list, items, path, changes)
-    }
 }
 
 const OWN_LAYER_TRADEOFF: &str = "Nothing moves and nothing is pruned: the layer applies the \

@@ -16,9 +16,10 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 use super::disposable::{Analysis, Bundle};
 use super::layer_split::{
-    CARRIED, bringing_entry, copy_entry, copy_entry_nodes, entry_text, free_name,
-    layer_document_head, modelines, needs_protection, not_carried_patches, prefix, protect_first,
-    register, relative_below, remove_items, resources_list, second_phase, spec_indent,
+    CARRIED, bringing_entry, copy_entry, copy_entry_nodes, drop_spec_entries, entry_text,
+    free_name, layer_document_head, modelines, needs_protection, not_carried_patches, prefix,
+    protect_first, register, relative_below, remove_items, resources_list, second_phase,
+    spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, plural};
 use crate::rollout::failure::masked;
@@ -198,17 +199,14 @@ fn plan_drop_edges(an: &mut Analysis, layer_id: LayerId) -> Result<Fix, String> 
                 dependent.id, file.path
             ));
         }
-        let yaml = &file.yaml;
-        let spec = yaml.lookup(obj.root, &["spec"]).ok_or("spec not found")?;
-        let (key, list) = yaml.entry(spec, "dependsOn").ok_or("dependsOn not found")?;
-        if items.len() == yaml.items(list).len() {
-            changes.edit(
-                &file.path,
-                edit::remove_entry(yaml, spec, key).map_err(|e| format!("{}: {e}", file.path))?,
-            );
-        } else {
-            remove_items(yaml, list, &items, &file.path, &mut changes)?;
-        }
+        drop_spec_entries(
+            &file.yaml,
+            obj.root,
+            "dependsOn",
+            &items,
+            &file.path,
+            &mut changes,
+        )?;
         dropped.push(dependent.id.to_string());
     }
     Ok(Fix::new(
@@ -1849,28 +1847,20 @@ fn drop_health_checks(
 ) -> Result<usize, String> {
     let obj = model.object(layer.object.expect("checked"));
     let file = model.repo.file(obj.file);
-    let yaml = &file.yaml;
     let items: BTreeSet<NodeId> = layer
         .health_checks
         .iter()
         .filter(|hc| moved.iter().any(|&i| hc.matches(&inventory[i].key)))
         .map(|hc| hc.item)
         .collect();
-    if items.is_empty() {
-        return Ok(0);
-    }
-    let spec = yaml.lookup(obj.root, &["spec"]).ok_or("spec not found")?;
-    let (key, list) = yaml
-        .entry(spec, "healthChecks")
-        .ok_or("healthChecks not found")?;
-    if items.len() == yaml.items(list).len() {
-        changes.edit(
-            &file.path,
-            edit::remove_entry(yaml, spec, key).map_err(|e| e.to_string())?,
-        );
-    } else {
-        remove_items(yaml, list, &items, &file.path, changes)?;
-    }
+    drop_spec_entries(
+        &file.yaml,
+        obj.root,
+        "healthChecks",
+        &items,
+        &file.path,
+        changes,
+    )?;
     Ok(items.len())
 }
 

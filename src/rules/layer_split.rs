@@ -67,6 +67,32 @@ pub(super) fn bringing_entry(model: &Model, r: &Rendered, k: usize) -> Option<(F
         })
 }
 
+/// Remove the entries `items` of the list under `spec.KEY` of the object at `root`; when none
+/// would be left, the whole key goes (never an empty `KEY: []` left behind).
+pub(super) fn drop_spec_entries(
+    yaml: &YamlFile,
+    root: NodeId,
+    key: &str,
+    items: &BTreeSet<NodeId>,
+    path: &str,
+    changes: &mut Changeset,
+) -> Result<(), String> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let spec = yaml.lookup(root, &["spec"]).ok_or("spec not found")?;
+    let (key_node, list) = yaml
+        .entry(spec, key)
+        .ok_or_else(|| format!("{key} not found"))?;
+    if items.len() == yaml.items(list).len() {
+        let e = edit::remove_entry(yaml, spec, key_node).map_err(|e| format!("{path}: {e}"))?;
+        changes.edit(path, e);
+        Ok(())
+    } else {
+        remove_items(yaml, list, items, path, changes)
+    }
+}
+
 /// Remove items of a sequence; when every item goes, the list is emptied (`[]`).
 pub(super) fn remove_items(
     yaml: &YamlFile,
