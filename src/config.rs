@@ -20,8 +20,9 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 use crate::rules::Finding;
 
-/// The configuration file's name, at the repository root.
-pub const FILE: &str = ".fluxmend.yaml";
+/// The configuration file's name (defined with the loader, which leaves it out of what Flux
+/// reads).
+pub use crate::load::CONFIG_FILE as FILE;
 
 /// The top-level keys.
 const KEYS: &[&str] = &["rules", "roots", "source-root", "exclude", "disposable"];

@@ -4,6 +4,7 @@
 //! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
 //! fixes (at rest, and in motion through the [`rollout`] model) and [`emit`] the result.
 
+pub mod changes;
 pub mod config;
 pub mod diagnostics;
 pub mod edit;

@@ -18,6 +18,10 @@ pub mod read;
 pub mod resourceset;
 pub mod revision;
 
+/// fluxmend's configuration file, at the repository root: fluxmend's, not Flux's (its
+/// diagnostics are the configuration's, `crate::config`).
+pub const CONFIG_FILE: &str = ".fluxmend.yaml";
+
 /// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -529,7 +533,7 @@ impl Ignores {
             vcs: ignore_matcher(root, FLUX_VCS_IGNORES),
             defaults: ignore_matcher(root, FLUX_DEFAULT_IGNORES),
             excluded: builder.build().unwrap_or_else(|_| Gitignore::empty()),
-            config: root.join(crate::config::FILE),
+            config: root.join(CONFIG_FILE),
         }
     }
 

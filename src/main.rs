@@ -773,7 +773,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                     None,
                 );
                 let fix_of = |f: &fluxmend::rules::Finding| {
-                    fluxmend::emit::apply::contents(&repo, &f.fix.as_ref()?.changes).ok()
+                    fluxmend::changes::contents(&repo, &f.fix.as_ref()?.changes).ok()
                 };
                 fluxmend::emit::sarif::check_sarif(
                     &plan.findings,
@@ -865,7 +865,7 @@ fn fix(args: FixArgs) -> Result<ExitCode, ExitCode> {
         mode,
         tool.as_ref(),
     );
-    let fail = |e: fluxmend::emit::apply::EmitError| usage(e);
+    let fail = |e: fluxmend::emit::error::EmitError| usage(e);
     let prefix = if prefix.is_empty() {
         prefix
     } else {
@@ -1113,7 +1113,7 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
             if plan.files.is_empty() {
                 break;
             }
-            base.with_changes(&fluxmend::emit::apply::as_overlay(&plan.files))
+            base.with_changes(&fluxmend::changes::as_overlay(&plan.files))
         };
         fixed = Some(next);
     }

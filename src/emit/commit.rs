@@ -21,36 +21,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context as _;
 
-use super::apply::{EmitError, FileChange};
-
-/// Why git would not take the commit as fluxmend would make it.
-#[derive(Debug, thiserror::Error)]
-pub enum Refusal {
-    #[error(
-        "{0} exists: another git process is running in this repository (or one crashed: \
-         remove the lock when none is running)"
-    )]
-    Locked(String),
-    #[error("a {0} is in progress; finish or abort it first (`fix --write` works meanwhile)")]
-    InProgress(&'static str),
-    #[error(
-        "{path} is marked {flag} in the index, so git does not show its changes on disk and the \
-         commit would not be what git shows; clear it (`git update-index --no-{flag} {path}`) \
-         and run fix again"
-    )]
-    Hidden { path: String, flag: &'static str },
-    #[error(
-        "{path} has a filter ({filter}) in .gitattributes, which only git runs, and git could \
-         not be run: {why}"
-    )]
-    Filter {
-        path: String,
-        filter: String,
-        why: String,
-    },
-    #[error("commit.gpgsign is set and the commit could not be signed: {0}")]
-    Sign(String),
-}
+use super::error::{EmitError, Refusal};
+use crate::changes::FileChange;
 
 /// The operation a repository is in the middle of, if any.
 fn in_progress(state: git2::RepositoryState) -> Option<&'static str> {

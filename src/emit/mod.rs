@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod commit;
+pub mod error;
 pub mod escape;
 pub mod github;
 pub mod pr;

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::changes::FileChange;
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::emit::apply::FileChange;
 use crate::rules::Finding;
 use crate::rules::suppress::Suppressed;
 

@@ -40,7 +40,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 
-use super::apply::{EmitError, FileChange};
+use super::error::EmitError;
+use crate::changes::FileChange;
 use crate::platform::dirfd::{self, Dir, Kind, Meta};
 
 /// The journal's file name in the repository root.

@@ -21,7 +21,7 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 pub const BUILTIN: &str = include_str!("../../rules/disposable.yaml");
 
 /// The repository file whose `disposable:` key extends the catalogue.
-pub const REPO_FILE: &str = crate::config::FILE;
+pub const REPO_FILE: &str = crate::load::CONFIG_FILE;
 
 #[derive(Clone, Debug)]
 struct ImageRule {

@@ -19,8 +19,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::changes;
 use crate::edit::Changeset;
-use crate::emit::apply;
 use crate::load::Repo;
 use crate::model::{Model, ModelOptions};
 use crate::rules::{self, Finding};
@@ -169,7 +169,7 @@ pub fn kustomize_gate(
     let Some(fix) = &finding.fix else {
         return Ok(kustomize::Outcome::default());
     };
-    let files = apply::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
+    let files = changes::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
     kustomize::check(
         tool,
         repo,
@@ -208,7 +208,8 @@ pub fn plan_with(
             drop_fix(f, &reason);
             continue;
         }
-        let writable = apply::contents(repo, &fix.changes)
+        let writable = changes::contents(repo, &fix.changes)
+            .map_err(crate::emit::error::EmitError::from)
             .and_then(|files| crate::emit::write::check_targets(&repo.root, &files));
         if let Err(e) = writable {
             drop_fix(f, &e.to_string());
@@ -321,11 +322,11 @@ fn next_phase_fails(
     loop {
         let fix = done.fix.as_ref().expect("a fix to apply");
         let phase = fix.phase.as_ref().map_or(phases, |p| p.phase);
-        let files = match apply::contents(&current, &fix.changes) {
+        let files = match changes::contents(&current, &fix.changes) {
             Ok(files) => files,
             Err(e) => return Some(fails(phase, &e.to_string())),
         };
-        let step = apply::as_overlay(&files);
+        let step = changes::as_overlay(&files);
         current = current.with_changes(&step);
         overlay.extend(step);
         if phase >= phases {
@@ -373,10 +374,10 @@ fn next_phase_fails(
         }
     }
     let tool = tool?;
-    let files: Vec<apply::FileChange> = overlay
+    let files: Vec<changes::FileChange> = overlay
         .into_iter()
-        .map(|(path, after)| apply::FileChange {
-            before: apply::original_text(repo, &path),
+        .map(|(path, after)| changes::FileChange {
+            before: changes::original_text(repo, &path),
             path,
             after,
         })
@@ -416,7 +417,7 @@ fn combine(findings: &mut [Finding]) -> Changeset {
 /// `--verify off`: the fixes combined, no gate run.
 fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
     let combined = combine(&mut findings);
-    let files = match apply::contents(repo, &combined) {
+    let files = match changes::contents(repo, &combined) {
         Ok(files) => files,
         Err(e) => {
             for f in &mut findings {

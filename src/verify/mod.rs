@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashSet as HashSet;
 
-use crate::emit::apply::{self, FileChange};
+use crate::changes::{self, FileChange};
 use crate::load::Repo;
 use crate::model::{Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
@@ -238,7 +238,7 @@ fn check(
         }
     }
     // Render gate: the same objects, with the same content, before and after.
-    let after_repo = repo.with_changes(&apply::as_overlay(files));
+    let after_repo = repo.with_changes(&changes::as_overlay(files));
     let after = Model::build(&after_repo, options);
     let touched = touched_layers(model, &after, files);
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
@@ -444,7 +444,7 @@ pub fn plan(
     mut findings: Vec<Finding>,
 ) -> Plan {
     let combined = combine(&mut findings);
-    let files = apply::contents(repo, &combined).unwrap_or_default();
+    let files = changes::contents(repo, &combined).unwrap_or_default();
     let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
     let first = if files.is_empty() {
         Ok(Vec::new())
@@ -464,7 +464,7 @@ pub fn plan(
     }
     for finding in &mut findings {
         let Some(fix) = &finding.fix else { continue };
-        let verdict = apply::contents(repo, &fix.changes)
+        let verdict = changes::contents(repo, &fix.changes)
             .map_err(|e| e.to_string())
             .and_then(|files| check(repo, model, base, options, &files, &[finding]));
         if let Err(reason) = verdict {
@@ -473,7 +473,7 @@ pub fn plan(
         }
     }
     let combined = combine(&mut findings);
-    let files = apply::contents(repo, &combined).unwrap_or_default();
+    let files = changes::contents(repo, &combined).unwrap_or_default();
     let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
     let verdict = if files.is_empty() {
         Ok(Vec::new())

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::emit::apply::{self, FileChange};
+use crate::changes::{self, FileChange};
 use crate::load::Repo;
 use crate::load::read::read_repo_file;
 use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, ModelOptions, ObjectKey};
@@ -93,7 +93,7 @@ fn check_confined(
     files: &[FileChange],
     allowed: &super::Allowed,
 ) -> Result<Outcome, String> {
-    let after_repo = repo.with_changes(&apply::as_overlay(files));
+    let after_repo = repo.with_changes(&changes::as_overlay(files));
     let after = Model::build(&after_repo, options);
     let changed: BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
 
