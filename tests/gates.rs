@@ -306,6 +306,45 @@ fn convergence_catches_a_fix_that_fixes_nothing() {
     );
 }
 
+/// Where a rule reports several findings at one place (FM004: two patches of one instance miss),
+/// a fix converges only when the place keeps fewer findings: a planted fix that changes only a
+/// comment leaves both and is refused; the rule's own fix of one of them (negative control)
+/// leaves the other and passes.
+#[test]
+fn convergence_counts_the_findings_left_at_one_place() {
+    let dir = TempRepo::copy_of(&common::fixture("fm004-instance-order", "before"));
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let findings = fluxmend::rules::run(&model, &["FM004".to_string()]);
+    let errors = || {
+        findings
+            .iter()
+            .filter(|f| f.severity == fluxmend::diagnostics::Severity::Error)
+    };
+    assert_eq!(errors().count(), 2, "{findings:?}");
+    let fixable = errors()
+        .find(|f| f.fix.is_some())
+        .expect("the namespace miss has a fix");
+    assert!(s.verify(&model, fixable, None).is_ok());
+    let path = "flux/instance.yaml";
+    let comment = "# The manifest has no namespace when the patch runs: never applied.";
+    let at = s.text(path).find(comment).expect("the comment");
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start: at,
+            end: at + comment.len(),
+            text: "# never applied".into(),
+        },
+    );
+    expect_gate(
+        s.verify(&model, &planted(fixable, false, bad), None),
+        Gate::Convergence,
+        &["FM004"],
+    );
+}
+
 /// Kustomize gate: dropping `patches:` changes the rendered ConfigMap's content — fluxmend's
 /// model does not apply patches, so only a real kustomize can notice.
 #[test]
