@@ -474,8 +474,7 @@ fn a_bootstrap_cycle_is_the_root() {
 
     let repo = TempRepo::copy_of(&fixture("fm001-bootstrap-cycle", "before"));
     let listing = "kubernetes/apps/flux-system/flux-instance/app/kustomization.yaml";
-    let open = repo.read(listing).replace("  - ./ks.yaml\n", "");
-    repo.write(listing, open);
+    repo.replace(listing, "  - ./ks.yaml\n", "");
     let (_, live, _) = live_layers(repo.path());
     assert!(live.is_empty(), "{live:?}");
     let (run, report) = repo.check_json(&[]);
@@ -554,14 +553,11 @@ fn an_object_a_layer_uses_without_depending_on_it_makes_the_layer_shared() {
         "{own}"
     );
     let repo = TempRepo::copy_of(&fixture("fm001-own-layer", "before"));
-    let ks = "kubernetes/apps/flux-system/flux-alerts/ks.yaml";
-    let text = repo.read(ks);
-    let without = text.replace(
+    repo.replace(
+        "kubernetes/apps/flux-system/flux-alerts/ks.yaml",
         "  dependsOn:\n    - name: flux-instance\n      namespace: *namespace\n",
         "",
     );
-    assert_ne!(text, without);
-    repo.write(ks, &without);
     let shared = first_finding_and_fix(repo.path(), "FM001").1;
     assert!(
         !shared.starts_with("set wait: false")
@@ -580,12 +576,11 @@ fn an_ignored_health_checks_list_is_kept_and_extended() {
     let repo = TempRepo::copy_of(&fixture("fm001-own-layer", "before"));
     let ks = "kubernetes/apps/flux-system/flux-instance/ks.yaml";
     let text = repo.read(ks);
-    let with_list = text.replace(
+    repo.replace(
+        ks,
         "  timeout: 5m\n",
         "  timeout: 5m\n  healthChecks:\n    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      name: flux-instance\n      namespace: flux-system\n    - apiVersion: external-secrets.io/v1\n      kind: ExternalSecret\n      name: webhook-token\n      namespace: flux-system\n",
     );
-    assert_ne!(text, with_list);
-    repo.write(ks, &with_list);
     let root = repo.path().to_str().unwrap();
     let run = fluxmend(["fix", "--write", root, "--rule", "FM001"]);
     assert_eq!(run.code, 1, "{}", run.stderr);

@@ -659,6 +659,14 @@ impl TempRepo {
         self
     }
 
+    /// Replace `from` by `to` in an existing file; `from` must be there (a test that edits
+    /// nothing would pass for the wrong reason).
+    pub fn replace(&self, rel: &str, from: &str, to: &str) -> &Self {
+        let old = self.read(rel);
+        assert!(old.contains(from), "{rel} does not hold {from:?}");
+        self.write(rel, old.replacen(from, to, 1))
+    }
+
     /// Create a symbolic link at `rel` pointing at `target` (as written).
     #[cfg(unix)]
     pub fn symlink(&self, target: impl AsRef<Path>, rel: &str) -> &Self {
