@@ -25,6 +25,8 @@ const CASES: &[&str] = &[
     "fm001-own-layer-alone",
     "fm001-healthchecks-instance",
     "fm001-healthchecks-flow",
+    "fm001-generated-layer",
+    "fm001-outside-path",
 ];
 
 #[test]
@@ -92,15 +94,31 @@ fn without_protection(docs: BTreeMap<String, usize>) -> BTreeMap<String, usize> 
     out
 }
 
-/// Documents as canonical YAML text (comments and formatting dropped).
+/// Documents as canonical YAML text (comments, formatting and key order dropped: kustomize
+/// sorts keys, a file read as Flux's generated kustomization lists it keeps them as written).
 fn normalise(text: &str) -> Vec<String> {
+    fn sorted(doc: yaml_rust2::Yaml) -> yaml_rust2::Yaml {
+        use yaml_rust2::Yaml;
+        match doc {
+            Yaml::Hash(map) => {
+                let mut entries: Vec<(Yaml, Yaml)> =
+                    map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+                entries.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+                Yaml::Hash(entries.into_iter().collect())
+            }
+            Yaml::Array(items) => Yaml::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
     yaml_rust2::YamlLoader::load_from_str(text)
         .unwrap()
         .into_iter()
         .filter(|d| !d.is_null())
         .map(|d| {
             let mut s = String::new();
-            yaml_rust2::YamlEmitter::new(&mut s).dump(&d).unwrap();
+            yaml_rust2::YamlEmitter::new(&mut s)
+                .dump(&sorted(d))
+                .unwrap();
             s
         })
         .collect()
@@ -605,4 +623,49 @@ fn an_ignored_health_checks_list_is_kept_and_extended() {
         "{}",
         again.stderr
     );
+}
+
+/// fm001-outside-path with a second cluster whose layer lists the same `../controllers`: moving
+/// the instance out of that folder would change the other cluster's layer too, so no fix is
+/// offered and the other layer is named. Without the second cluster (negative control) the move
+/// is offered.
+#[test]
+fn a_folder_another_cluster_builds_is_not_edited() {
+    let fix = |root: &Path| {
+        fluxmend([
+            "fix",
+            root.to_str().unwrap(),
+            "--format",
+            "json",
+            "--rule",
+            "FM001",
+        ])
+        .json()["findings"]
+            .clone()
+    };
+    let alone = fix(&fixture("fm001-outside-path", "before"));
+    assert!(alone[0]["fix"].is_object(), "{alone}");
+    let repo = TempRepo::copy_of(&fixture("fm001-outside-path", "before"));
+    let eu_to_us = |rel: &str| repo.read(rel).replace("prod-eu", "prod-us");
+    let sync = eu_to_us("clusters/prod-eu/flux-system/gotk-sync.yaml");
+    let layer = eu_to_us("clusters/prod-eu/infrastructure-controllers.yaml");
+    let overlay = repo.read("infrastructure/prod-eu/kustomization.yaml");
+    repo.write("clusters/prod-us/flux-system/gotk-sync.yaml", sync)
+        .write(
+            "clusters/prod-us/flux-system/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-sync.yaml\n",
+        )
+        .write("clusters/prod-us/infrastructure-controllers.yaml", layer)
+        .write("infrastructure/prod-us/kustomization.yaml", overlay);
+    let shared = fix(repo.path());
+    assert_eq!(shared.as_array().map(Vec::len), Some(2), "{shared}");
+    for finding in shared.as_array().unwrap() {
+        assert!(finding["fix"].is_null(), "{finding}");
+        let reason = finding["no_fix_reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("infrastructure/controllers/flux-operator.yaml is also built by")
+                && reason.contains("would change that layer too"),
+            "{reason}"
+        );
+    }
 }

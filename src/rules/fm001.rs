@@ -5,15 +5,16 @@ use std::collections::BTreeSet;
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
-use crate::load::parent_of;
+use crate::load::{FileId, parent_of};
 use crate::model::{Layer, LayerId, Model, Rendered, Renderer, SourceRef, Variant, display_dir};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 
 use super::disposable::Analysis;
 use super::layer_split::{
-    CARRIED, bringing_entry, copy_entry_nodes, drop_spec_entries, entry_location, free_name,
-    layer_document_head, needs_protection, not_carried_patches, prefix, protect_first, register,
-    relative_below, remove_items, remove_resource_entry, second_phase, spec_indent,
+    CARRIED, bringing_entry, built_elsewhere, copy_entry_nodes, drop_spec_entries, entry_location,
+    free_name, generated_cover, layer_document_head, needs_protection, not_carried_patches,
+    path_text, prefix, protect_first, register, relative_below, remove_items,
+    remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta};
 
@@ -394,7 +395,7 @@ fn plan_fix(
     // Why the layer keeps `wait: true` and the instance moves instead: the reviewer's first
     // question.
     let why = |s: String| format!("{s} (not in place: {not_own})");
-    split(model, layer, gated, changes)
+    split(model, layer_id, gated, changes)
         .map(|mut fix| {
             fix.description = why(fix.description);
             fix
@@ -405,10 +406,11 @@ fn plan_fix(
 /// Move the instance into a layer of its own, in two phases when the old layer prunes.
 fn split(
     model: &Model,
-    layer: &Layer,
+    layer_id: LayerId,
     gated: &[(&Variant, &Rendered)],
     changes: Changeset,
 ) -> Result<Fix, String> {
+    let layer = model.layer(layer_id);
     // Moving the instance off a layer that prunes: the old layer reconciles the move first (the
     // new layer depends on it) and would prune the instance, and flux-operator would uninstall
     // Flux. So the instance is protected where it is first, and moved once that is applied.
@@ -424,7 +426,7 @@ fn split(
             STAYS,
         );
     }
-    let mut fix = split_out(model, layer, gated, changes)?;
+    let mut fix = split_out(model, layer_id, gated, changes)?;
     if layer.prune {
         second_phase(&mut fix, layer, STAYS);
     }
@@ -602,38 +604,26 @@ const STAYS: &str = "the instance keeps kustomize.toolkit.fluxcd.io/prune: disab
 /// Move the instance into a layer of its own (the fix designed in devantler-tech/platform#3006).
 fn split_out(
     model: &Model,
-    layer: &Layer,
+    layer_id: LayerId,
     gated: &[(&Variant, &Rendered)],
     mut changes: Changeset,
 ) -> Result<Fix, String> {
+    let layer = model.layer(layer_id);
     let obj = model.object(layer.object.expect("checked"));
     let file = model.repo.file(obj.file);
-    let mut subpaths = BTreeSet::new();
+    let mut folders = Vec::new();
     let mut renderer = Renderer::new(model);
-    for (variant, r) in gated {
-        if variant.generated {
-            return Err(format!(
-                "{} has no kustomization file (Flux generates one): a new folder there would be applied by both layers",
-                display_dir(&variant.dir)
-            ));
-        }
-        subpaths.insert(isolate_instance(
-            model,
-            &mut renderer,
-            variant,
-            r,
-            &mut changes,
-        )?);
+    for &(variant, r) in gated {
+        let vi = layer
+            .variants
+            .iter()
+            .position(|v| std::ptr::eq(v, variant))
+            .expect("a variant of this layer");
+        let folder = isolate_instance(model, &mut renderer, layer_id, vi, r, &mut changes)?;
+        folders.push((variant, folder));
     }
-    if subpaths.len() != 1 {
-        return Err(format!(
-            "the instance sits in different folders per variant ({}); one path cannot cover them",
-            subpaths.into_iter().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let subpath = subpaths.into_iter().next().expect("one");
     let name = free_name(model, layer, NEW_LAYER, &[]);
-    let path_text = format!("{}/{}", layer.path.trim_end_matches('/'), subpath);
+    let path_text = new_layer_path(layer, &folders)?;
     let doc = new_layer_document(&file.yaml, obj.root, &name, &path_text, layer);
     register(model, layer, &[(name.clone(), doc)], &mut changes)?;
     let not_carried = not_carried_patches(model, layer, &name);
@@ -648,15 +638,55 @@ fn split_out(
     ))
 }
 
-/// Make sure the instance has a folder of its own below the variant directory, and stop the old
-/// layer from applying it; returns that folder relative to the variant directory.
+/// The new layer's `spec.path`: the old path and the folder's place below it when every variant
+/// keeps the instance below its directory (placeholders stay), else the one folder itself.
+fn new_layer_path(layer: &Layer, folders: &[(&Variant, String)]) -> Result<String, String> {
+    let below: BTreeSet<Option<String>> = folders
+        .iter()
+        .map(|(v, folder)| relative_below(&v.dir, folder).filter(|sub| !sub.is_empty()))
+        .collect();
+    match (below.into_iter().collect::<Vec<_>>().as_slice(), folders) {
+        ([Some(sub)], _) => Ok(format!("{}/{sub}", layer.path.trim_end_matches('/'))),
+        (_, [(_, folder)]) => path_text(layer, folder),
+        _ => Err(format!(
+            "the instance sits in different folders per variant ({}); one path cannot cover them",
+            folders
+                .iter()
+                .map(|(_, f)| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Make sure the instance has a folder of its own, and stop the old layer from applying it;
+/// returns that folder. It is the outermost folder on the way that renders the instance alone,
+/// else a new one: beside the file that listed the instance, or, where Flux generated the
+/// layer's kustomization and would pick up any folder below it, beside the layer's directory.
 fn isolate_instance(
     model: &Model,
     renderer: &mut Renderer,
-    variant: &Variant,
+    layer_id: LayerId,
+    vi: usize,
     r: &Rendered,
     changes: &mut Changeset,
 ) -> Result<String, String> {
+    let variant = &model.layer(layer_id).variants[vi];
+    // Editing a file another layer builds from would change that layer too.
+    let shared = |files: &[FileId]| match built_elsewhere(
+        model,
+        layer_id,
+        vi,
+        files.iter().copied(),
+    ) {
+        Some((f, lid, i)) => Err(format!(
+            "{} is also built by {} ({}): moving the instance out of it would change that layer too",
+            model.repo.file(f).path,
+            model.layer(lid).id,
+            display_dir(&model.layer(lid).variants[i].dir)
+        )),
+        None => Ok(()),
+    };
     let only_instance = |renderer: &mut Renderer, dir: &str| {
         renderer
             .render_dir(dir)
@@ -664,37 +694,70 @@ fn isolate_instance(
             .as_ref()
             .is_ok_and(|objs| objs.len() == 1 && objs[0].object == r.object)
     };
-    // The outermost folder in the chain that renders to the instance alone.
     for k in 1..r.chain.len() {
         let dir = parent_of(&model.repo.file(r.chain[k]).path).to_string();
         if only_instance(renderer, &dir) {
             let (file, item) = bringing_entry(model, r, k - 1)
                 .ok_or("cannot find the resources entry that lists the instance")?;
-            let sub = relative_below(&variant.dir, &dir).ok_or_else(|| {
-                format!(
-                    "{dir} is not below the layer path {}",
-                    display_dir(&variant.dir)
-                )
-            })?;
+            shared(&[file])?;
             remove_resource_entry(model, file, item, changes)?;
-            return Ok(sub);
+            return Ok(dir);
         }
+    }
+    let source = model.object(r.object).file;
+    shared(&[source])?;
+    if r.chain.is_empty() && variant.generated {
+        let folder = beside_generated(model, &variant.dir)?;
+        move_instance(model, r, &folder, None, changes)?;
+        return Ok(folder);
     }
     // The instance is a file (or a document of one) listed directly: give it a folder.
     let (list_file, item) = bringing_entry(model, r, r.chain.len().saturating_sub(1))
         .ok_or("the instance is not listed by a kustomization")?;
-    let lister_dir = parent_of(&model.repo.file(list_file).path).to_string();
-    let sub_of_lister = relative_below(&variant.dir, &lister_dir)
-        .ok_or("the listing kustomization is not below the layer path")?;
-    let folder = if sub_of_lister.is_empty() {
-        NEW_LAYER.to_string()
-    } else {
-        format!("{sub_of_lister}/{NEW_LAYER}")
-    };
-    let folder_path = format!("{}{folder}", prefix(&variant.dir));
-    if model.repo.is_dir(&folder_path) || model.repo.is_file(&folder_path) {
-        return Err(format!("{folder_path} already exists"));
+    shared(&[list_file])?;
+    let folder = format!(
+        "{}{NEW_LAYER}",
+        prefix(parent_of(&model.repo.file(list_file).path))
+    );
+    if model.repo.is_dir(&folder) || model.repo.is_file(&folder) {
+        return Err(format!("{folder} already exists"));
     }
+    move_instance(model, r, &folder, Some((list_file, item)), changes)?;
+    Ok(folder)
+}
+
+/// A new folder for the instance beside `dir`, whose kustomization Flux generates: anything
+/// below `dir` would still be applied by the old layer.
+fn beside_generated(model: &Model, dir: &str) -> Result<String, String> {
+    if dir.is_empty() {
+        return Err(
+            "the layer's path is its source's root and has no kustomization file (Flux generates one): every folder of the source is applied by it".into(),
+        );
+    }
+    let parent = parent_of(dir);
+    let folder = std::iter::once(NEW_LAYER.to_string())
+        .chain((2..).map(|i| format!("{NEW_LAYER}-{i}")))
+        .map(|name| format!("{}{name}", prefix(parent)))
+        .find(|d| !model.repo.is_dir(d) && !model.repo.is_file(d))
+        .expect("an unbounded sequence has a free name");
+    if let Some(by) = generated_cover(model, &folder) {
+        return Err(format!(
+            "{} has no kustomization file (Flux generates one), and a new folder {folder} beside it would be picked up by the generated kustomization of {by}",
+            display_dir(dir)
+        ));
+    }
+    Ok(folder)
+}
+
+/// Move the instance's document (its whole file when it is alone there) into `folder` with a
+/// kustomization listing it; `entry` is the `resources` entry that listed the file, if any.
+fn move_instance(
+    model: &Model,
+    r: &Rendered,
+    folder: &str,
+    entry: Option<(FileId, NodeId)>,
+    changes: &mut Changeset,
+) -> Result<(), String> {
     let obj = model.object(r.object);
     let src = model.repo.file(obj.file);
     if src.error.is_some() {
@@ -707,16 +770,17 @@ fn isolate_instance(
         .unwrap_or("flux-instance.yaml")
         .to_string();
     let eol = src.yaml.line_ending.as_str();
-    let docs_with_content = src.yaml.docs.len();
     let instance_text;
-    if docs_with_content == 1 {
+    if src.yaml.docs.len() == 1 {
         instance_text = format!(
             "{}{}",
             if src.yaml.bom { "\u{feff}" } else { "" },
             src.yaml.text
         );
         changes.delete(&src.path);
-        remove_resource_entry(model, list_file, item, changes)?;
+        if let Some((list_file, item)) = entry {
+            remove_resource_entry(model, list_file, item, changes)?;
+        }
     } else {
         let (start, end) = edit::document_region(&src.yaml, obj.doc);
         let region = &src.yaml.text[start..end];
@@ -734,12 +798,12 @@ fn isolate_instance(
             },
         );
     }
-    changes.create(&format!("{folder_path}/{name}"), instance_text);
+    changes.create(&format!("{folder}/{name}"), instance_text);
     changes.create(
-        &format!("{folder_path}/kustomization.yaml"),
+        &format!("{folder}/kustomization.yaml"),
         format!("apiVersion: kustomize.config.k8s.io/v1beta1{eol}kind: Kustomization{eol}resources:{eol}  - {name}{eol}"),
     );
-    Ok(folder)
+    Ok(())
 }
 
 /// The new Kustomization document, in the old document's indentation, line ending and

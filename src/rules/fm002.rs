@@ -16,10 +16,10 @@ use crate::parse::{NodeId, NodeKind, Value, YamlFile};
 
 use super::disposable::{Analysis, Bundle};
 use super::layer_split::{
-    CARRIED, bringing_entry, copy_entry, copy_entry_nodes, drop_spec_entries, entry_text,
-    free_name, layer_document_head, modelines, needs_protection, not_carried_patches, prefix,
-    protect_first, register, relative_below, remove_items, resources_list, second_phase,
-    spec_indent,
+    CARRIED, bringing_entry, built_elsewhere, copy_entry, copy_entry_nodes, drop_spec_entries,
+    entry_text, free_name, generated_cover, layer_document_head, modelines, needs_protection,
+    not_carried_patches, path_text, prefix, protect_first, register, relative_below, remove_items,
+    resources_list, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, plural};
 use crate::rollout::failure::masked;
@@ -1762,52 +1762,6 @@ fn pattern_may_match(pattern: &str, text: &str) -> bool {
     true
 }
 
-/// The live layer whose generated kustomization would pick up a new folder `dir` (with its own
-/// kustomization file) as a directory resource.
-fn generated_cover(model: &Model, dir: &str) -> Option<LayerRef> {
-    let has_kustomization = |d: &str| {
-        model.kustomize_dirs.contains_key(d)
-            || KUSTOMIZATION_FILE_NAMES
-                .iter()
-                .any(|n| join(d, n).is_some_and(|p| model.repo.is_file(&p)))
-    };
-    for (_, l) in model.live_layers() {
-        for v in l.variants.iter().filter(|v| v.generated) {
-            let Some(rel) = relative_below(&v.dir, dir).filter(|r| !r.is_empty()) else {
-                continue;
-            };
-            // Every folder between the generated one and the new one is walked into unless it
-            // has a kustomization file of its own.
-            let mut walked = v.dir.clone();
-            let parts: Vec<&str> = rel.split('/').collect();
-            let mut reached = true;
-            for part in &parts[..parts.len() - 1] {
-                walked = format!("{}{part}", prefix(&walked));
-                if has_kustomization(&walked) {
-                    reached = false;
-                    break;
-                }
-            }
-            if reached {
-                return Some(l.id.clone());
-            }
-        }
-    }
-    None
-}
-
-/// The new layer's `spec.path`: the folder relative to the source root, in the old path's style.
-fn path_text(layer: &Layer, dir: &str) -> Result<String, String> {
-    let root = layer.source_root.as_deref().unwrap_or("");
-    let rel = relative_below(root, dir)
-        .ok_or_else(|| format!("{dir} is outside the source root {}", display_dir(root)))?;
-    Ok(if layer.path.starts_with("./") || rel.is_empty() {
-        format!("./{rel}")
-    } else {
-        rel
-    })
-}
-
 /// Another live layer (not this one, as modelled for another cluster) renders from a file the
 /// plan moves or a kustomization it edits.
 fn used_elsewhere(
@@ -1816,24 +1770,18 @@ fn used_elsewhere(
     vi: usize,
     touched: &Touched,
 ) -> Option<String> {
-    let layer = model.layer(layer_id);
-    let dir = &layer.variants[vi].dir;
-    for &f in touched.objects.iter().chain(&touched.kustomizations) {
-        for &(lid, i) in model.users_of_file(f) {
-            let l = model.layer(lid);
-            let v = &l.variants[i];
-            let same = (lid == layer_id && i == vi) || (l.object == layer.object && v.dir == *dir);
-            if !same {
-                return Some(format!(
-                    "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
-                    model.repo.file(f).path,
-                    l.id,
-                    display_dir(&v.dir)
-                ));
-            }
-        }
-    }
-    None
+    let files = touched
+        .objects
+        .iter()
+        .chain(&touched.kustomizations)
+        .copied();
+    let (f, lid, i) = built_elsewhere(model, layer_id, vi, files)?;
+    Some(format!(
+        "{} is also built by {} ({}): moving the workloads out of it would change that layer too",
+        model.repo.file(f).path,
+        model.layer(lid).id,
+        display_dir(&model.layer(lid).variants[i].dir)
+    ))
 }
 
 /// Drop the old layer's `healthChecks` entries that name moved objects (the whole list when

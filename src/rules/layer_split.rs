@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
 use crate::load::{FileId, parent_of};
-use crate::model::{Layer, Model, ObjectIdx, RefTarget, Rendered};
+use crate::model::{
+    KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, ObjectIdx, RefTarget, Rendered,
+    display_dir, join,
+};
 use crate::parse::{NodeId, NodeKind, YamlFile};
 use crate::rollout::{PRUNE_DISABLED, prune_exempt};
 
@@ -65,6 +68,76 @@ pub(super) fn bringing_entry(model: &Model, r: &Rendered, k: usize) -> Option<(F
             (RefTarget::File(p), None) if p == obj_file => Some((file, res.item)),
             _ => None,
         })
+}
+
+/// The live layer whose generated kustomization would pick up a new folder `dir` (with its own
+/// kustomization file) as a directory resource.
+pub(super) fn generated_cover(model: &Model, dir: &str) -> Option<LayerRef> {
+    let has_kustomization = |d: &str| {
+        model.kustomize_dirs.contains_key(d)
+            || KUSTOMIZATION_FILE_NAMES
+                .iter()
+                .any(|n| join(d, n).is_some_and(|p| model.repo.is_file(&p)))
+    };
+    for (_, l) in model.live_layers() {
+        for v in l.variants.iter().filter(|v| v.generated) {
+            let Some(rel) = relative_below(&v.dir, dir).filter(|r| !r.is_empty()) else {
+                continue;
+            };
+            // Every folder between the generated one and the new one is walked into unless it
+            // has a kustomization file of its own.
+            let mut walked = v.dir.clone();
+            let parts: Vec<&str> = rel.split('/').collect();
+            let mut reached = true;
+            for part in &parts[..parts.len() - 1] {
+                walked = format!("{}{part}", prefix(&walked));
+                if has_kustomization(&walked) {
+                    reached = false;
+                    break;
+                }
+            }
+            if reached {
+                return Some(l.id.clone());
+            }
+        }
+    }
+    None
+}
+
+/// The new layer's `spec.path`: the folder relative to the source root, in the old path's style.
+pub(super) fn path_text(layer: &Layer, dir: &str) -> Result<String, String> {
+    let root = layer.source_root.as_deref().unwrap_or("");
+    let rel = relative_below(root, dir)
+        .ok_or_else(|| format!("{dir} is outside the source root {}", display_dir(root)))?;
+    Ok(if layer.path.starts_with("./") || rel.is_empty() {
+        format!("./{rel}")
+    } else {
+        rel
+    })
+}
+
+/// Another live layer than variant `vi` of `layer_id` (or the same layer object modelled for
+/// another cluster) builds from one of `files`: editing or moving them would change it too.
+/// Returns the file and that layer's variant, for the caller's message.
+pub(super) fn built_elsewhere(
+    model: &Model,
+    layer_id: LayerId,
+    vi: usize,
+    files: impl IntoIterator<Item = FileId>,
+) -> Option<(FileId, LayerId, usize)> {
+    let layer = model.layer(layer_id);
+    let dir = &layer.variants[vi].dir;
+    for f in files {
+        for &(lid, i) in model.users_of_file(f) {
+            let l = model.layer(lid);
+            let same = (lid == layer_id && i == vi)
+                || (l.object == layer.object && l.variants[i].dir == *dir);
+            if !same {
+                return Some((f, lid, i));
+            }
+        }
+    }
+    None
 }
 
 /// Remove the entries `items` of the list under `spec.KEY` of the object at `root`; when none
