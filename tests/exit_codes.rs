@@ -248,15 +248,21 @@ fn graph_formats_succeed() {
     );
 }
 
-/// `apps` with a FluxInstance in the generated, `wait: true` layer `infra` that `apps` depends
-/// on: an FM001 error finding that has no fix (a new folder there would be applied by both
-/// layers), and no diagnostic.
+/// `apps` with a FluxInstance in the `wait: true` layer `infra` that `apps` depends on: an FM001
+/// error finding that has no fix (the layer has `spec.components`, which a move does not carry),
+/// and no diagnostic.
 fn repo_with_unfixable_error_finding() -> TempRepo {
     let repo = TempRepo::flux_layout();
-    // A workload beside the instance (the layer is not the instance's own) in a folder Flux
-    // generates the kustomization of (a new folder there would be applied by both layers).
-    repo.append("clusters/prod/infra.yaml", "  wait: true\n")
-        .write("infra/flux.yaml", common::FLUX_INSTANCE)
+    // A workload beside the instance (the layer is not the instance's own).
+    repo.append(
+        "clusters/prod/infra.yaml",
+        "  wait: true\n  components:\n    - ../components/tls\n",
+    )
+    .write(
+        "components/tls/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  example.net/tls: strict\n",
+    )
+    .write("infra/flux.yaml", common::FLUX_INSTANCE)
         .write(
             "infra/proxy.yaml",
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: proxy\n  namespace: infra\nspec:\n  selector:\n    matchLabels:\n      app: proxy\n  template:\n    metadata:\n      labels:\n        app: proxy\n    spec:\n      containers:\n        - name: proxy\n          image: ghcr.io/example/proxy:1.0.0\n",
