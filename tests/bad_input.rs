@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use common::{
     LAYOUT_FILES, LAYOUT_LAYERS, LAYOUT_OBJECTS, TempRepo, alias_bomb, assert_diagnostic,
-    assert_layout_analysed, command_args, diagnostics, find_diagnostic, inventory, layer,
-    outside_dir, summary,
+    assert_layout_analysed, command_args, diagnostics, find_diagnostic, inventory, layer, summary,
 };
 use serde_json::Value;
 
@@ -216,7 +215,7 @@ fn symlink_loop_is_not_followed() {
 #[test]
 #[cfg(unix)]
 fn symlink_out_of_the_root_is_not_followed() {
-    let outside = outside_dir();
+    let outside = common::outside_dir();
     let repo = TempRepo::flux_layout();
     // Both inside the generated `infra` layer, where Flux would list them.
     repo.symlink(outside.path().join("cm.yaml"), "infra/outside.yaml");

@@ -167,6 +167,23 @@ fn line_ending_conversion_applies_to_committed_content() {
     }
 }
 
+/// Other attributes a repository may commit (`ident`; `-text` and `text=auto` under
+/// `core.autocrlf`): the committed blob is what `git add` makes of the written file, and git
+/// sees nothing left to commit.
+#[test]
+fn other_attributes_commit_what_git_adds() {
+    for (config, attributes) in [
+        (&[][..], "*.yaml ident\n"),
+        (&[("core.autocrlf", "true")][..], "*.yaml -text\n"),
+        (&[("core.autocrlf", "true")][..], "* text=auto\n"),
+    ] {
+        let repo = repo_with(config, attributes);
+        let run = commit(repo.path());
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_committed_as_git_would(repo.path(), &format!("{config:?} {attributes:?}"));
+    }
+}
+
 /// Every file below `dir`, `.git` included.
 fn everything(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     common::tree(dir)

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{TempRepo, dirs, fixture, fluxmend, git, git_repo_with, outside_dir, tree};
+use common::{TempRepo, fixture, fluxmend, git, git_repo_with, outside_dir, tree};
 
 const AS_TESTER: [&str; 4] = ["-c", "user.name=t", "-c", "user.email=t@t"];
 
@@ -17,6 +17,7 @@ fn git_as_tester(dir: &Path, args: &[&str]) -> String {
 }
 
 /// The files of a git work tree, `.git` left out.
+#[cfg(unix)]
 fn work_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut t = tree(dir);
     t.retain(|k, _| !k.starts_with(".git/"));
@@ -223,7 +224,7 @@ fn a_failed_commit_leaves_no_new_directory() {
     for lock in [".git/index.lock", ".git/refs/heads/main.lock"] {
         let repo = git_repo_with("fm001-inline");
         let dir = repo.path();
-        let (files, folders) = (work_tree(dir), dirs(dir));
+        let (files, folders) = (work_tree(dir), common::dirs(dir));
         let head = git(dir, &["rev-parse", "HEAD"]);
         let hooks = tempfile::tempdir().unwrap();
         let hook = hooks.path().join("hook.sh");
@@ -255,7 +256,7 @@ fn a_failed_commit_leaves_no_new_directory() {
             Vec::<String>::new(),
             "{lock}"
         );
-        let new_dirs: Vec<String> = dirs(dir).difference(&folders).cloned().collect();
+        let new_dirs: Vec<String> = common::dirs(dir).difference(&folders).cloned().collect();
         assert!(
             new_dirs.iter().all(|d| d.starts_with(".git")),
             "{lock}: new directories left behind: {new_dirs:?}"
@@ -458,11 +459,11 @@ fn created_files_and_directories_take_their_directorys_owner() {
         let entry = entry.unwrap();
         std::os::unix::fs::lchown(entry.path(), Some(owner.0), Some(owner.1)).unwrap();
     }
-    let before = dirs(repo.path());
+    let before = common::dirs(repo.path());
     let run = repo.run("fix", &["--write", "--verify", "builtin"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(
-        dirs(repo.path()).len() > before.len(),
+        common::dirs(repo.path()).len() > before.len(),
         "the fix creates a directory:\n{}",
         run.stderr
     );

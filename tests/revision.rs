@@ -9,10 +9,9 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use common::{git, tree};
+use common::git;
 use fluxmend::load::Repo;
 use fluxmend::load::revision::load_revision;
-use fluxmend::model::{Model, ModelOptions};
 
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  a: b\n";
 
@@ -292,6 +291,8 @@ fn blobs_over_the_size_limit_are_judged_by_their_header_and_not_read() {
 #[cfg(unix)]
 #[test]
 fn a_revision_loads_as_its_checkout_does() {
+    use common::tree;
+    use fluxmend::model::{Model, ModelOptions};
     let repo = common::TempRepo::empty();
     repo.write(".gitignore", "*.tmp.yaml\n!keep.tmp.yaml\nbuild/\n")
         .write("apps/cm.yaml", CONFIGMAP)
