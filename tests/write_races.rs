@@ -249,3 +249,69 @@ fn recovery_rolls_back_rather_than_overwrite_a_change_made_after_a_crash() {
         recovered.stderr
     );
 }
+
+/// Another writer replaces a target right before it is put in place with a link to a file
+/// outside the root, a FIFO, or nothing (it deleted it): a lost race every time, reported
+/// without hanging; nothing outside changes, and once the FIFO or link is taken away again the
+/// tree is the one before, less the raced file. Edited, deleted and created targets each.
+#[test]
+fn a_target_replaced_by_a_link_a_fifo_or_nothing_is_a_lost_race() {
+    if !active() {
+        return;
+    }
+    let files = plan(&fixture(CASE, STAGE));
+    let mut trials = 0;
+    for change in ["edit", "delete", "create"] {
+        let (target, _) = files
+            .iter()
+            .find(|(_, c)| c == change)
+            .unwrap_or_else(|| panic!("the plan has no {change}"));
+        for swap in ["link", "fifo", "nothing"] {
+            let repo = TempRepo::copy_of(&fixture(CASE, STAGE));
+            let outside = outside_dir();
+            let secret = outside.path().join("secret.yaml");
+            std::fs::write(&secret, "kind: Secret\n").unwrap();
+            let before_outside = tree(outside.path());
+            let mut expected = tree(repo.path());
+            expected.remove(target);
+            let action = match swap {
+                "link" => format!("rm -f '{target}'; ln -s '{}' '{target}'", secret.display()),
+                "fifo" => format!("rm -f '{target}'; mkfifo '{target}'"),
+                _ => format!("rm -f '{target}'"),
+            };
+            let run = write_with_hook(
+                repo.path(),
+                &format!("if [ \"$1\" = apply ] && [ \"$2\" = '{target}' ]; then {action}; fi"),
+            );
+            let label = format!("{change} {target} swapped for {swap}");
+            // Deleting a target that is to be deleted, or one not created yet, changes nothing
+            // the write relies on: it completes (exit 1, changes written).
+            if swap == "nothing" && change != "edit" {
+                assert_eq!(run.code, 1, "{label}: {}", run.stderr);
+                assert!(leftovers(&tree(repo.path())).is_empty(), "{label}");
+                continue;
+            }
+            assert_eq!(run.code, 2, "{label}: {}", run.stderr);
+            assert!(
+                run.stderr.contains("changed while fluxmend was writing"),
+                "{label}: {}",
+                run.stderr
+            );
+            assert_eq!(tree(outside.path()), before_outside, "{label}: outside");
+            let raced = repo.path().join(target);
+            if std::fs::symlink_metadata(&raced).is_ok() {
+                std::fs::remove_file(&raced).unwrap();
+            }
+            let now = tree(repo.path());
+            assert!(leftovers(&now).is_empty(), "{label}: {:?}", leftovers(&now));
+            assert_eq!(
+                common::differing_paths(&now, &expected),
+                Vec::<String>::new(),
+                "{label}: the tree is not the one before\n{}",
+                run.stderr
+            );
+            trials += 1;
+        }
+    }
+    assert_eq!(trials, 7);
+}
