@@ -219,9 +219,6 @@ pub fn index_stat(m: &std::fs::Metadata) -> Option<IndexStat> {
     }
 }
 
-/// The file that reads as empty: `KUBECONFIG` points at it.
-pub const NULL_DEVICE: &str = if cfg!(windows) { "NUL" } else { "/dev/null" };
-
 /// Variables a child cannot start without on this system, kept when its environment is
 /// cleared (Windows needs `SystemRoot` to load its system libraries).
 pub const ESSENTIAL_ENV: &[&str] = if cfg!(windows) {

@@ -292,7 +292,8 @@ fn temporary_copies_are_owner_only() {
 }
 
 /// Each build runs in an environment of its own (issue 24 item 2): none of the user's
-/// variables (a proxy, a kubeconfig, a canary), `KUBECONFIG` empty, an empty private `HOME`
+/// variables (a proxy, a kubeconfig, a canary), a `KUBECONFIG` of fluxmend's whose one server is
+/// `127.0.0.1:0` (nothing can listen there), an empty private `HOME`
 /// that is not the user's, no `PATH`, and a network namespace of its own (made here: the tests
 /// run where one can be; elsewhere the report says the builds ran with the network reachable).
 #[test]
@@ -300,7 +301,7 @@ fn builds_run_in_a_scrubbed_environment_without_network() {
     let logdir = tempfile::tempdir().unwrap();
     let log = logdir.path().join("env");
     let bin = fake_kustomize(&format!(
-        "{{ /usr/bin/env; echo NETNS=$(/usr/bin/readlink /proc/self/ns/net); echo HOMEFILES=$(/bin/ls -A \"$HOME\" | /usr/bin/wc -l); }} >> {}",
+        "{{ /usr/bin/env; echo NETNS=$(/usr/bin/readlink /proc/self/ns/net); echo KUBESERVERS=$(/bin/grep -c server: \"$KUBECONFIG\")/$(/bin/grep -c 'server: https://127.0.0.1:0$' \"$KUBECONFIG\"); echo HOMEFILES=$(/bin/ls -A \"$HOME\" | /usr/bin/wc -l); }} >> {}",
         log.display()
     ));
     let repo = TempRepo::with_flux_instance();
@@ -331,7 +332,11 @@ fn builds_run_in_a_scrubbed_environment_without_network() {
     for line in env.lines() {
         let (name, value) = line.split_once('=').unwrap_or((line, ""));
         match name {
-            "KUBECONFIG" => assert_eq!(value, "/dev/null"),
+            "KUBECONFIG" => assert!(
+                value.contains("fluxmend-verify-") && value.ends_with("kubeconfig"),
+                "{line}"
+            ),
+            "KUBESERVERS" => assert_eq!(value, "1/1", "one server, port 0 of loopback"),
             "HOME" | "TMPDIR" | "USERPROFILE" => {
                 assert!(value.contains("fluxmend-verify-"), "{line}")
             }

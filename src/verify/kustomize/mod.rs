@@ -39,6 +39,7 @@ use crate::platform::{self, Network};
 
 use super::yaml::show;
 use sandbox::{Entry, Job, LayerPlan};
+use tool::BuildEnv;
 pub use tool::Tool;
 
 /// What the gate checked.
@@ -165,15 +166,15 @@ fn check_confined(
     // Two trees, before and after, built concurrently.
     let tmp = TempTree::new()?;
     let (before_root, after_root) = (tmp.root.join("before"), tmp.root.join("after"));
-    let home = tmp.root.join("home");
-    platform::private_dirs(&home).map_err(|e| format!("creating {}: {e}", home.display()))?;
+    let env = BuildEnv::create(&tmp.root)
+        .map_err(|e| format!("creating the builds' home in {}: {e}", tmp.root.display()))?;
     let (before_jobs, before_layers) =
         write_tree(&before_root, &before_plans, &before_files, &unverifiable)?;
     let (after_jobs, after_layers) =
         write_tree(&after_root, &after_plans, &after_files, &unverifiable)?;
     let (before_built, after_built) = std::thread::scope(|s| {
-        let b = s.spawn(|| run_jobs(tool, &before_root, &home, &before_jobs));
-        let a = run_jobs(tool, &after_root, &home, &after_jobs);
+        let b = s.spawn(|| run_jobs(tool, &before_root, &env, &before_jobs));
+        let a = run_jobs(tool, &after_root, &env, &after_jobs);
         (
             b.join()
                 .unwrap_or_else(|_| Err("a build thread panicked".into())),
@@ -414,7 +415,7 @@ type Built = (Result<Vec<Value>, String>, Network);
 
 /// Run the jobs in one tree: those that only read it concurrently, then the ones that write a
 /// kustomization file one at a time.
-fn run_jobs(tool: &Tool, root: &Path, home: &Path, jobs: &[Job]) -> Result<Vec<Built>, String> {
+fn run_jobs(tool: &Tool, root: &Path, env: &BuildEnv, jobs: &[Job]) -> Result<Vec<Built>, String> {
     let mut out: Vec<Option<Built>> = vec![None; jobs.len()];
     let readers: Vec<usize> = (0..jobs.len()).filter(|&i| !jobs[i].writes()).collect();
     let width = std::thread::available_parallelism().map_or(4, |n| n.get().clamp(2, 8));
@@ -422,7 +423,7 @@ fn run_jobs(tool: &Tool, root: &Path, home: &Path, jobs: &[Job]) -> Result<Vec<B
         let results: Vec<_> = std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|&i| s.spawn(move || build_variant(tool, root, home, &jobs[i])))
+                .map(|&i| s.spawn(move || build_variant(tool, root, env, &jobs[i])))
                 .collect();
             handles
                 .into_iter()
@@ -437,14 +438,14 @@ fn run_jobs(tool: &Tool, root: &Path, home: &Path, jobs: &[Job]) -> Result<Vec<B
         }
     }
     for i in (0..jobs.len()).filter(|&i| jobs[i].writes()) {
-        out[i] = Some(build_variant(tool, root, home, &jobs[i])?);
+        out[i] = Some(build_variant(tool, root, env, &jobs[i])?);
     }
     Ok(out.into_iter().map(|r| r.expect("every job ran")).collect())
 }
 
 /// Build one directory of the tree as Flux would: write the kustomization Flux generates (or
 /// add the layer's overlays to the directory's own), build, and put the directory back.
-fn build_variant(tool: &Tool, root: &Path, home: &Path, job: &Job) -> Result<Built, String> {
+fn build_variant(tool: &Tool, root: &Path, env: &BuildEnv, job: &Job) -> Result<Built, String> {
     let abs = if job.dir.is_empty() {
         root.to_path_buf()
     } else {
@@ -455,7 +456,7 @@ fn build_variant(tool: &Tool, root: &Path, home: &Path, job: &Job) -> Result<Bui
         .map(|n| abs.join(n))
         .find(|p| p.is_file());
     if !job.writes() {
-        let built = tool.build(&abs, home);
+        let built = tool.build(&abs, env);
         return Ok((built.docs, built.network));
     }
     let (file, original) = match (&existing, job.generated) {
@@ -482,7 +483,7 @@ fn build_variant(tool: &Tool, root: &Path, home: &Path, job: &Job) -> Result<Bui
             .map_err(|e| format!("writing {}: {e}", file.display()))
     };
     write(text.as_bytes())?;
-    let built = tool.build(&abs, home);
+    let built = tool.build(&abs, env);
     match &original {
         Some(text) => write(text.as_bytes())?,
         None => std::fs::remove_file(&file).map_err(|e| e.to_string())?,

@@ -2,8 +2,9 @@
 //! runs: confined ([`platform::spawn_confined`]: its own process group, a memory limit, death
 //! with fluxmend, a network namespace where one can be made), with a time and an output limit,
 //! and in an environment of its own — no variable of the user's (no proxy, no `GODEBUG`), an
-//! empty private `HOME`, `KUBECONFIG` empty (a kubectl wrapper may otherwise contact the
-//! cluster of `~/.kube/config`), no `PATH` (kustomize finds no `git` to clone with).
+//! empty private `HOME`, a `KUBECONFIG` of its own that reaches no server (a kubectl wrapper may
+//! otherwise contact the cluster of `~/.kube/config`), no `PATH` (kustomize finds no `git` to
+//! clone with).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,41 @@ fn build_limits() -> (Duration, u64) {
             ))
         })
         .unwrap_or((BUILD_TIMEOUT, BUILD_MEMORY_MIB))
+}
+
+/// A kubeconfig whose one server is port 0 of the loopback address: `kubectl kustomize` dials
+/// its server although it renders offline (strace, kubectl 1.32: `127.0.0.1:8080` with
+/// `KUBECONFIG=/dev/null`, where another process may listen), and nothing can listen on port 0,
+/// so the dial fails on the spot and reaches no process.
+const UNREACHABLE_KUBECONFIG: &str = "apiVersion: v1
+kind: Config
+clusters:
+  - name: none
+    cluster:
+      server: https://127.0.0.1:0
+contexts:
+  - name: none
+    context:
+      cluster: none
+current-context: none
+";
+
+/// What every build runs with: an empty private `HOME` (also its working directory and
+/// `TMPDIR`) and the [`UNREACHABLE_KUBECONFIG`] beside it.
+pub struct BuildEnv {
+    home: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl BuildEnv {
+    /// Both made in `dir`, a private directory of fluxmend's.
+    pub fn create(dir: &Path) -> std::io::Result<BuildEnv> {
+        let home = dir.join("home");
+        platform::private_dirs(&home)?;
+        let kubeconfig = dir.join("kubeconfig");
+        platform::private_write(&kubeconfig, UNREACHABLE_KUBECONFIG.as_bytes())?;
+        Ok(BuildEnv { home, kubeconfig })
+    }
 }
 
 /// A kustomize renderer found on `PATH`.
@@ -67,8 +103,9 @@ impl Tool {
     }
 
     /// The command for `dir`, in the environment of its own described in the module
-    /// documentation (`home`: an empty private directory).
-    fn command(&self, dir: &Path, home: &Path) -> Command {
+    /// documentation.
+    fn command(&self, dir: &Path, env: &BuildEnv) -> Command {
+        let home = &env.home;
         let mut cmd = match self {
             Tool::Kustomize(bin) => {
                 let mut c = Command::new(bin);
@@ -91,7 +128,7 @@ impl Tool {
         cmd.env("HOME", home)
             .env("USERPROFILE", home)
             .env("TMPDIR", home)
-            .env("KUBECONFIG", platform::NULL_DEVICE)
+            .env("KUBECONFIG", &env.kubeconfig)
             .current_dir(home)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -102,7 +139,7 @@ impl Tool {
     /// Build `dir`: the rendered documents as data, or why the build failed. The build is
     /// killed (with all it started) when it exceeds its time or output limit or when fluxmend
     /// is interrupted.
-    pub fn build(&self, dir: &Path, home: &Path) -> Built {
+    pub fn build(&self, dir: &Path, env: &BuildEnv) -> Built {
         let (timeout, mib) = build_limits();
         let fail = |why: String, network: Network| Built {
             docs: Err(why),
@@ -111,7 +148,7 @@ impl Tool {
         if platform::interrupted() {
             return fail("interrupted".into(), Network::Reachable("not run".into()));
         }
-        let command = self.command(dir, home);
+        let command = self.command(dir, env);
         let mut confined = match platform::spawn_confined(command, mib.saturating_mul(1 << 20)) {
             Ok(c) => c,
             Err(e) => {
