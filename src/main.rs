@@ -1146,7 +1146,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate(args),
         Command::Explain { rule } => match fluxmend::rules::by_id(&rule) {
             Some(r) => {
-                print!("{}", r.meta().doc);
+                print!("{}", r.meta().doc_text());
                 Ok(ExitCode::SUCCESS)
             }
             None => {

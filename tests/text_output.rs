@@ -325,3 +325,18 @@ fn a_path_without_a_root_gets_a_hint() {
     let (stdout, _) = run(TempRepo::flux_layout().path(), &["check", "."], &[]);
     assert!(!stdout.contains("hint:"), "{stdout}");
 }
+
+/// `explain` prints a rule's document as a person reads it: the texts the report takes from it
+/// are there, the lines that mark them for the report are not.
+#[test]
+fn explain_prints_the_report_texts_without_their_markers() {
+    let run = common::fluxmend(["explain", "FM001"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains("<!--"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("Health gating is lost for an object nobody consumes"),
+        "{}",
+        run.stdout
+    );
+}

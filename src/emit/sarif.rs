@@ -132,7 +132,7 @@ pub fn check_sarif(
                 "shortDescription": {"text": m.summary},
                 "fullDescription": {"text": m.summary},
                 "helpUri": help_uri(m.id),
-                "help": {"text": m.doc, "markdown": m.doc},
+                "help": {"text": m.doc_text(), "markdown": m.doc},
             })
         })
         .collect();

@@ -2,6 +2,7 @@
 //! (devantler-tech/platform#3006). Documentation: `rules/FM001.md`.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset, TextEdit};
@@ -16,7 +17,7 @@ use super::layer_split::{
     path_text, prefix, protect_first, register, relative_below, remove_items,
     remove_resource_entry, second_phase, spec_indent,
 };
-use super::{Finding, Fix, Rule, RuleMeta};
+use super::{Finding, Fix, Rule, RuleMeta, report_text};
 
 pub struct FluxInstanceInGatedLayer;
 
@@ -27,13 +28,7 @@ static META: RuleMeta = RuleMeta {
     doc: include_str!("../../rules/FM001.md"),
 };
 
-const TRADEOFF: &str = "Health gating is lost for an object nobody consumes (the controllers \
-and CRDs dependents need stay gated by the old layer); a bad FluxInstance now stalls only itself \
-instead of every layer behind the old one; no layer waits on it any more, so its failure shows \
-in the FluxInstance's own status (and in alerts on it) instead of as a timeout of the old layer. \
-It does not make a bad trust setting of the root source (spec.verify, credentials) correctable \
-through Git: a source that rejects every revision rejects the correcting one too (see \
-`fluxmend simulate --fail`).";
+static TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "move"));
 
 /// Name of the layer the instance moves to.
 const NEW_LAYER: &str = "flux-instance";
@@ -384,7 +379,7 @@ fn plan_fix(
                 "drop the healthChecks entries of {} that gate the FluxInstance",
                 layer.id
             ),
-            TRADEOFF,
+            TRADEOFF.as_str(),
             changes,
         ));
     }
@@ -422,7 +417,7 @@ fn split(
             layer,
             &unprotected,
             "deleting a FluxInstance makes flux-operator uninstall Flux",
-            TRADEOFF,
+            TRADEOFF.as_str(),
             STAYS,
         );
     }
@@ -558,7 +553,7 @@ fn in_place(
     Ok(Fix::titled(
         format!("set wait: false on {}", layer.id.name),
         description,
-        OWN_LAYER_TRADEOFF,
+        OWN_LAYER_TRADEOFF.as_str(),
         changes,
     ))
 }
@@ -586,17 +581,7 @@ fn check_flow_text(r: &Rendered) -> String {
     format!("{{{}}}", fields.join(", "))
 }
 
-const OWN_LAYER_TRADEOFF: &str = "Nothing moves and nothing is pruned: the layer applies the \
-same objects, only its health assessment changes. With wait: false kustomize-controller marks \
-the layer Ready once its objects are applied (and the objects its healthChecks list are \
-healthy), so a bad FluxInstance change stalls only the instance: its failure shows in the \
-FluxInstance's own status (alert on it), not as a timeout of the layer. The layer's status no \
-longer reports the health of its other objects; layers that depend on it wait only for the \
-objects their healthChecks entries name, and no longer for the instance: one that needs a Flux \
-component the same commit adds to the instance (its CRDs) fails its first apply and retries \
-until the operator has installed it. It does not make a bad trust setting of the root source \
-(spec.verify, credentials) correctable through Git: a source that rejects every revision \
-rejects the correcting one too (see `fluxmend simulate --fail`).";
+static OWN_LAYER_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "own-layer"));
 
 /// What stays after the move.
 const STAYS: &str = "the instance keeps kustomize.toolkit.fluxcd.io/prune: disabled for good: removing it from Git, or deleting the layer that applies it, must never make flux-operator uninstall Flux";
@@ -633,7 +618,7 @@ fn split_out(
             "move the FluxInstance out of {} into its own Kustomization {name} (path {path_text}, dependsOn {}, wait: false){not_carried}",
             layer.id, layer.id.name
         ),
-        TRADEOFF,
+        TRADEOFF.as_str(),
         changes,
     ))
 }

@@ -8,8 +8,9 @@ use crate::load::FileId;
 use crate::model::patch::{PatchBody, Selector};
 use crate::model::{LayerId, LayerRef, Model, Name, ObjectKey};
 use crate::parse::{NodeId, NodeKind, ScalarStyle, Value, YamlFile};
+use std::sync::LazyLock;
 
-use super::{Finding, Fix, Rule, RuleMeta};
+use super::{Finding, Fix, Rule, RuleMeta, report_text};
 
 pub struct MultiIdentityVerify;
 
@@ -22,14 +23,9 @@ static META: RuleMeta = RuleMeta {
 
 const LIST: &str = "matchOIDCIdentity";
 
-const EXACT_TRADEOFF: &str = "None: the one entry accepts exactly the signers the list \
-named (an identity matches when its subject matches one of the subject patterns and its issuer \
-one of the issuer patterns, and every combination was in the list).";
+static EXACT_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "exact"));
 
-const WIDER_TRADEOFF: &str = "The one entry is wider than the list: cosign matches subject and \
-issuer separately, so it also accepts a subject of one entry signed through the issuer of \
-another. Review the combinations the fix names; where one must not verify, split the artifacts \
-so that each source has one signer, or make the patterns exclude it.";
+static WIDER_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "wider"));
 
 impl Rule for MultiIdentityVerify {
     fn meta(&self) -> &'static RuleMeta {
@@ -726,9 +722,9 @@ fn plan(
         format!("merge {} matchOIDCIdentity entries into one", entries.len()),
         description,
         if exact {
-            EXACT_TRADEOFF
+            EXACT_TRADEOFF.as_str()
         } else {
-            WIDER_TRADEOFF
+            WIDER_TRADEOFF.as_str()
         },
         changes,
     );

@@ -10,9 +10,10 @@ use crate::model::{
     RefTarget, Rendered, Renderer, component_of, display_dir, distribution_source,
 };
 use crate::parse::{NodeId, Value, YamlFile};
+use std::sync::LazyLock;
 
 use super::instances::{delivered, generated_instances, instance_finding};
-use super::{Finding, Fix, Rule, RuleMeta};
+use super::{Finding, Fix, Rule, RuleMeta, report_text};
 
 pub struct PatchMatchesNothing;
 
@@ -181,11 +182,7 @@ fn too_late(
 }
 
 /// The trade-off of [`drop_target_namespace`] (rules/FM004.md, Fix).
-const NAMESPACE_TRADEOFF: &str = "The patch starts to reach the cluster: flux-operator applies it \
-at the instance's next reconcile and rolls the patched controllers. It never ran before, so it is \
-untested: read what it changes. A wrong path or value fails the instance's build, which then \
-stays at its last good state and reports the error in its status (with FM001's layout, that \
-stalls only the instance).";
+static NAMESPACE_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "namespace"));
 
 /// The fix of a target whose `namespace:` keeps it from selecting: remove that entry, nothing
 /// else (the gates compare the instance with every patch target's namespace left out).
@@ -201,7 +198,7 @@ fn drop_target_namespace(path: &str, yaml: &YamlFile, target: NodeId) -> Result<
         "remove `namespace:` from the patch's target, so that it selects the component objects \
          when flux-operator runs it"
             .into(),
-        NAMESPACE_TRADEOFF,
+        NAMESPACE_TRADEOFF.as_str(),
         changes,
     );
     fix.normalise = Some(without_target_namespaces);

@@ -4,6 +4,7 @@
 //! Documentation: `rules/FM005.md`.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
@@ -11,7 +12,7 @@ use crate::model::patch::{Labels, PatchBody, Selection, fields_overlap};
 use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey, display_dir};
 use crate::parse::Value;
 
-use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural};
+use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural, report_text};
 
 /// The rule, with the fix the user chose (`fix --strategy`).
 pub struct HealthChecksIgnored {
@@ -25,15 +26,9 @@ static META: RuleMeta = RuleMeta {
     doc: include_str!("../../rules/FM005.md"),
 };
 
-const DROP_TRADEOFF: &str = "None on the cluster: with wait: true Flux already ignores the \
-list and waits on every object the layer applies, before and after. The file stops claiming a \
-narrower gate than the one that runs. If the list is the gate you meant, run \
-`fluxmend fix --strategy health-checks` instead.";
+static DROP_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "drop"));
 
-const GATE_TRADEOFF: &str = "Objects the list does not name are no longer waited on: the \
-layers behind this one may start before those objects are ready, and when one of them fails, \
-this layer stays Ready and the failure shows only in the object's own status. A listed object \
-must exist for the layer to become Ready, including one this layer does not apply.";
+static GATE_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "health-checks"));
 
 impl Rule for HealthChecksIgnored {
     fn meta(&self) -> &'static RuleMeta {
@@ -490,7 +485,7 @@ fn plan_fix(
                     "remove the healthChecks list of {}, which Flux ignores while wait is true",
                     layer.id
                 ),
-                DROP_TRADEOFF,
+                DROP_TRADEOFF.as_str(),
                 changes,
             ))
         }
@@ -558,7 +553,7 @@ fn plan_fix(
             Ok(Fix::titled(
                 format!("set wait: false on {}", layer.id.name),
                 description,
-                GATE_TRADEOFF,
+                GATE_TRADEOFF.as_str(),
                 changes,
             ))
         }

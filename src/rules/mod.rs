@@ -28,6 +28,18 @@ pub struct RuleMeta {
     pub doc: &'static str,
 }
 
+impl RuleMeta {
+    /// The document as a person reads it in a terminal: without the `<!-- report: KEY -->`
+    /// lines that mark the texts the report takes from it ([`report_text`]).
+    pub fn doc_text(&self) -> String {
+        self.doc
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("<!-- report: "))
+            .map(|line| format!("{line}\n"))
+            .collect()
+    }
+}
+
 /// A rule: pure function of the model.
 pub trait Rule {
     fn meta(&self) -> &'static RuleMeta;
@@ -274,4 +286,55 @@ pub(crate) fn fixed_together_with(place: &str) -> String {
 /// `1 layer`, `2 layers`: counts in messages and reports read as a person would write them.
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The paragraph of a rule's document that follows the line `<!-- report: KEY -->`, its lines
+/// joined: a text the report prints (a fix's trade-off) has its one source in the document that
+/// explains it. Empty when the document has no such paragraph (the rule's snapshots show it).
+pub(crate) fn report_text(doc: &str, key: &str) -> String {
+    let marker = format!("<!-- report: {key} -->");
+    doc.lines()
+        .skip_while(|line| line.trim() != marker)
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod report_text_tests {
+    use super::report_text;
+
+    #[test]
+    fn the_marked_paragraph_is_read_with_its_lines_joined() {
+        let doc = "# FMX\n\n<!-- report: a -->\nfirst line\nsecond line\n\nnext paragraph\n<!-- report: b -->\nlast";
+        assert_eq!(report_text(doc, "a"), "first line second line");
+        assert_eq!(report_text(doc, "b"), "last");
+        assert_eq!(report_text(doc, "missing"), "");
+    }
+
+    /// Every marker in the rule documents starts a paragraph: no report text is empty.
+    #[test]
+    fn every_marked_paragraph_of_the_rule_documents_has_text() {
+        let mut markers = 0;
+        for rule in super::all() {
+            let doc = rule.meta().doc;
+            for line in doc.lines() {
+                if let Some(key) = line
+                    .trim()
+                    .strip_prefix("<!-- report: ")
+                    .and_then(|k| k.strip_suffix(" -->"))
+                {
+                    markers += 1;
+                    assert!(
+                        !report_text(doc, key).is_empty(),
+                        "{}: {key}",
+                        rule.meta().id
+                    );
+                }
+            }
+        }
+        assert!(markers >= 7, "{markers}");
+    }
 }
