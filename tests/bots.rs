@@ -60,12 +60,13 @@ fn commit_message_is_a_pull_request() {
     );
     assert!(body.contains("- edited `k8s/providers/docker/infrastructure/controllers/flux-instance/flux-instance.yaml`"), "{body}");
     assert!(body.contains("Trade-off:"), "{body}");
-    // Wrapped at 72 columns: a longer line ends in a long unbreakable word (a path), and
+    // Wrapped at 72 columns (characters, not bytes: an em dash is one column): a longer line
+    // ends in a long unbreakable word (a path), and
     // list items continue on indented lines.
     for line in body.lines() {
         let last = line.rsplit(' ').next().unwrap_or("");
         assert!(
-            line.len() <= 72 || last.len() > 40,
+            line.chars().count() <= 72 || last.len() > 40,
             "line over 72 columns: {line:?}"
         );
     }

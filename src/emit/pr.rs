@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::emit::escape::{md_code, md_text};
+use crate::emit::text::wrap_at;
 use crate::rules::Finding;
 use crate::verify::Plan;
 
@@ -56,25 +57,8 @@ pub fn subject(plan: &Plan) -> String {
 }
 
 /// Append `text` wrapped at [`WIDTH`], the first line after `first`, the others after `rest`.
-/// Words are never split, so a long path or code span stays clickable.
 fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
-    let mut line = first.to_string();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.len() + 1 + word.len() > WIDTH {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = rest.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
+    wrap_at(out, WIDTH, first, rest, text);
 }
 
 /// The Markdown body: findings and their fixes, the files, rollout notes, verification and how

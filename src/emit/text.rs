@@ -137,28 +137,33 @@ fn visible_width(text: &str) -> usize {
 /// are never split (a long path stays whole, and clickable); styles do not count as width.
 pub fn wrap(out: &mut String, first: &str, rest: &str, text: &str) {
     // The text comes from the repository: inert on a terminal (`first` and `rest` are ours).
-    let text = escape::terminal(text);
+    wrap_at(out, WIDTH, first, rest, &escape::terminal(text));
+}
+
+/// The one line breaker of every output: `text`'s words in lines of at most `width` columns
+/// (a longer word alone on its line), the first after `first`, the others after `rest`.
+pub(super) fn wrap_at(out: &mut String, width: usize, first: &str, rest: &str, text: &str) {
     let mut line = first.to_string();
-    let mut width = visible_width(first);
+    let mut used = visible_width(first);
     let mut empty = true;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
+    for word in text.split_whitespace() {
         let word_width = visible_width(word);
-        if !empty && width + 1 + word_width > WIDTH {
-            out.push_str(&line);
+        if !empty && used + 1 + word_width > width {
+            out.push_str(line.trim_end());
             out.push('\n');
             line = rest.to_string();
-            width = visible_width(rest);
+            used = visible_width(rest);
             empty = true;
         }
         if !empty {
             line.push(' ');
-            width += 1;
+            used += 1;
         }
         line.push_str(word);
-        width += word_width;
+        used += word_width;
         empty = false;
     }
-    out.push_str(&line);
+    out.push_str(line.trim_end());
     out.push('\n');
 }
 
