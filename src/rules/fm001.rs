@@ -13,8 +13,8 @@ use crate::parse::{NodeId, NodeKind, YamlFile};
 use super::disposable::Analysis;
 use super::layer_split::{
     CARRIED, bringing_entry, built_elsewhere, copy_entry_nodes, drop_spec_entries, entry_location,
-    free_name, generated_cover, layer_document_head, needs_protection, not_carried_patches,
-    path_text, prefix, protect_first, register, relative_below, remove_items,
+    first_free, free_name, generated_cover, layer_document_head, needs_protection,
+    not_carried_patches, path_text, prefix, protect_first, register, relative_below, remove_items,
     remove_resource_entry, second_phase, spec_indent,
 };
 use super::{Finding, Fix, Rule, RuleMeta, report_text};
@@ -719,12 +719,9 @@ fn beside_generated(model: &Model, dir: &str) -> Result<String, String> {
             "the layer's path is its source's root and has no kustomization file (Flux generates one): every folder of the source is applied by it".into(),
         );
     }
-    let parent = parent_of(dir);
-    let folder = std::iter::once(NEW_LAYER.to_string())
-        .chain((2..).map(|i| format!("{NEW_LAYER}-{i}")))
-        .map(|name| format!("{}{name}", prefix(parent)))
-        .find(|d| !model.repo.is_dir(d) && !model.repo.is_file(d))
-        .expect("an unbounded sequence has a free name");
+    let folder = first_free(&format!("{}{NEW_LAYER}", prefix(parent_of(dir))), |d| {
+        model.repo.is_dir(d) || model.repo.is_file(d)
+    });
     if let Some(by) = generated_cover(model, &folder) {
         return Err(format!(
             "{} has no kustomization file (Flux generates one), and a new folder {folder} beside it would be picked up by the generated kustomization of {by}",

@@ -247,12 +247,16 @@ pub(super) fn prefix(dir: &str) -> String {
 /// `base`, or `base-2`, … when a layer of that name exists in the layer's namespace (or the
 /// plan already uses it).
 pub(super) fn free_name(model: &Model, layer: &Layer, base: &str, planned: &[String]) -> String {
-    let taken = |n: &str| {
+    first_free(base, |n| {
         planned.iter().any(|p| p == n)
             || model.layers.iter().any(|l| {
                 l.cluster == layer.cluster && l.id.namespace == layer.id.namespace && l.id.name == n
             })
-    };
+    })
+}
+
+/// The one way a new name is chosen: `base` when it is free, else `base-2`, `base-3`, …
+pub(super) fn first_free(base: &str, taken: impl Fn(&str) -> bool) -> String {
     std::iter::once(base.to_string())
         .chain((2..).map(|i| format!("{base}-{i}")))
         .find(|n| !taken(n))
