@@ -4,6 +4,10 @@
 //! [`model`] of objects, kustomize directories and Flux layers, run the [`rules`], [`verify`] their
 //! fixes (at rest, and in motion through the [`rollout`] model) and [`emit`] the result.
 
+// A repository must never make fluxmend panic: no `unwrap` (an `expect` states the invariant
+// that rules the panic out); unit tests may unwrap (clippy.toml). Only `main` prints.
+#![deny(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
 pub mod changes;
 pub mod config;
 pub mod diagnostics;

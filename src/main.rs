@@ -2,6 +2,10 @@
 //! 0 nothing to report, 1 findings (or, for `fix`, a change to make, or what it cannot fix
 //! standing at `--fail-on`), 2 usage or I/O error.
 
+// A repository must never make fluxmend panic: no `unwrap` (an `expect` states the invariant
+// that rules the panic out). Unit tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
