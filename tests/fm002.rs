@@ -19,6 +19,7 @@ use common::{
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ObjectKey};
 use fluxmend::rules::disposable::Analysis;
+use fluxmend::verify::kustomize::generated_resources;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
@@ -337,33 +338,6 @@ fn set_metadata(doc: &mut Yaml, key: &str, add: &serde_json::Map<String, serde_j
             Yaml::String(v.as_str().unwrap_or_default().to_string()),
         );
     }
-}
-
-/// Flux's generated kustomization for `dir`: every `.yaml`/`.yml` below it, and each
-/// subdirectory with a kustomization file as a directory resource (not descended into).
-fn generated_resources(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut walk = walkdir::WalkDir::new(dir).sort_by_file_name().into_iter();
-    while let Some(Ok(entry)) = walk.next() {
-        if entry.depth() == 0 {
-            continue;
-        }
-        let rel = entry
-            .path()
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if entry.file_type().is_dir() {
-            if entry.path().join("kustomization.yaml").is_file() {
-                out.push(rel);
-                walk.skip_current_dir();
-            }
-        } else if rel.ends_with(".yaml") || rel.ends_with(".yml") {
-            out.push(rel);
-        }
-    }
-    out
 }
 
 #[test]

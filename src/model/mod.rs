@@ -26,7 +26,7 @@ pub use kustomize::{
     ResourceRef, display_dir, is_namespaced,
 };
 pub use objects::{Name, Object, ObjectIdx, ObjectKey};
-pub use paths::{join, normalize};
+pub use paths::{join, normalize, relative_path};
 
 use std::sync::OnceLock;
 

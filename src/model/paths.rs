@@ -27,6 +27,20 @@ pub fn join(base: &str, rel: &str) -> Option<String> {
     }
 }
 
+/// The relative path from directory `from` to directory `to` (both repository-relative).
+pub fn relative_path(from: &str, to: &str) -> String {
+    let a: Vec<&str> = from.split('/').filter(|s| !s.is_empty()).collect();
+    let b: Vec<&str> = to.split('/').filter(|s| !s.is_empty()).collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<&str> = vec![".."; a.len() - common];
+    parts.extend(&b[common..]);
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

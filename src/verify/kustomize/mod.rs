@@ -499,8 +499,8 @@ struct Build {
 
 /// The `resources` of the kustomization Flux generates for `dir`: every `.yaml`/`.yml` below
 /// it in walk order, and each subdirectory that has a kustomization file as a directory
-/// resource (not descended into).
-fn generated_resources(dir: &Path) -> Vec<String> {
+/// resource (not descended into). Public for the tests that build fixtures as Flux does.
+pub fn generated_resources(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut walk = walkdir::WalkDir::new(dir)
         .follow_links(false)

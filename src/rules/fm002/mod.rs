@@ -1,0 +1,199 @@
+//! FM002 disposable-workload-in-gated-layer: a CI runner (or another disposable workload)
+//! health-gates a Flux Kustomization that also applies other objects or has dependents
+//! (a forgejo runner incident that held an `apps` layer red). Documentation: `rules/FM002.md`;
+//! the catalogue: `rules/disposable.yaml`.
+//!
+//! This module detects and reports; the fixes live beside it: `plan` (the move of the workloads
+//! and what only they use into a layer of their own), `folders` (where the moved files go),
+//! `carry` (what the kustomizations they leave did to them, carried into the new folder),
+//! `overlays` (what the old layer's spec does to them), `touches` (whether a patch or component
+//! may change them), `document` (the texts a move writes) and `drop_edges` (a layer of runners
+//! only: its dependents stop waiting for it).
+
+mod carry;
+mod document;
+mod drop_edges;
+mod folders;
+mod overlays;
+mod plan;
+mod touches;
+
+use crate::diagnostics::Severity;
+use crate::model::{Layer, LayerRef, Model, Rendered, Variant};
+use crate::rollout::failure::masked;
+
+use super::disposable::Analysis;
+use super::{Finding, Rule, RuleMeta, plural};
+use drop_edges::plan_drop_edges;
+use plan::plan_fix;
+
+pub struct DisposableWorkloadInGatedLayer;
+
+static META: RuleMeta = RuleMeta {
+    id: "FM002",
+    name: "disposable-workload-in-gated-layer",
+    summary: "a disposable workload (a CI runner) health-gates a Flux Kustomization that holds other objects or has dependents",
+    doc: include_str!("../../../rules/FM002.md"),
+};
+
+impl Rule for DisposableWorkloadInGatedLayer {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, model: &Model) -> Vec<Finding> {
+        let mut analysis = Analysis::new(model);
+        let mut findings = Vec::new();
+        for (layer_id, layer) in model.live_layers() {
+            if layer.object.is_none() || (!layer.wait && layer.health_checks.is_empty()) {
+                continue;
+            }
+            for vi in 0..layer.variants.len() {
+                let bundle = analysis.bundle(layer_id, vi);
+                if bundle.gated.is_empty() {
+                    continue;
+                }
+                let blocked: Vec<LayerRef> = model
+                    .dependents(layer_id)
+                    .iter()
+                    .filter(|&&d| model.layer(d).live)
+                    .map(|&d| model.layer(d).id.clone())
+                    .collect();
+                // What a failing runner hides: the other objects the layer health-checks, the
+                // runners' own world aside (`simulate` counts the same way).
+                let masked = masked(layer, &layer.variants[vi].inventory, |r: &Rendered| {
+                    bundle.disposable.contains(&r.object)
+                        || bundle.moved.contains(&r.object)
+                        || bundle.own_namespaces.contains(&r.object)
+                });
+                // A layer whose runners' failure blocks no layer and hides no other object's
+                // health (it holds only runners and what they use, or checks only them) is the
+                // safe end state.
+                if blocked.is_empty() && masked == 0 {
+                    continue;
+                }
+                let fix = if bundle.staying.is_empty() {
+                    plan_drop_edges(&mut analysis, layer_id)
+                } else {
+                    plan_fix(&mut analysis, layer_id, vi, &bundle)
+                };
+                let variant = &layer.variants[vi];
+                let mut found: Vec<Finding> = bundle
+                    .gated
+                    .iter()
+                    .map(|(inv, reason)| {
+                        describe(
+                            &analysis,
+                            layer,
+                            variant,
+                            &variant.inventory[*inv],
+                            reason,
+                            &blocked,
+                            masked,
+                        )
+                    })
+                    .collect();
+                // The fix rides on the finding reported first.
+                found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+                let first = found
+                    .first()
+                    .map(|f| format!("{}:{}", f.file, f.line))
+                    .unwrap_or_default();
+                let group = Some((layer_id, vi));
+                for (i, mut finding) in found.into_iter().enumerate() {
+                    finding.fix_group = group;
+                    match (&fix, i) {
+                        (Ok(f), 0) => finding.fix = Some(f.clone()),
+                        (Ok(_), _) => {
+                            finding.no_fix_reason = Some(super::fixed_together_with(&first))
+                        }
+                        (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
+                    }
+                    findings.push(finding);
+                }
+            }
+        }
+        findings
+    }
+}
+
+fn names(layers: &[LayerRef]) -> String {
+    layers
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(
+    analysis: &Analysis,
+    layer: &Layer,
+    variant: &Variant,
+    r: &Rendered,
+    reason: &str,
+    blocked: &[LayerRef],
+    masked: usize,
+) -> Finding {
+    let how = if layer.wait {
+        "wait: true"
+    } else {
+        "its healthChecks"
+    };
+    let model = analysis.model;
+    let mut message = format!(
+        "{} ({how}) health-gates {}, a disposable workload ({reason})",
+        layer.id,
+        analysis.key_text(&r.key)
+    );
+    let bindings: Vec<String> = variant
+        .bindings
+        .iter()
+        .map(|(p, n)| format!("{p}={n}"))
+        .collect();
+    if !bindings.is_empty() {
+        message.push_str(&format!(" [variant {}]", bindings.join(", ")));
+    }
+    let blocks = if blocked.is_empty() {
+        "blocks no other layer".to_string()
+    } else {
+        format!("would leave {} DependencyNotReady", names(blocked))
+    };
+    message.push_str(&format!(
+        ". When it fails, the layer turns Ready=False: it {blocks} and masks the status of {} it applies",
+        plural(masked, "other object", "other objects")
+    ));
+    if layer.wait && !layer.health_checks.is_empty() {
+        let listed = layer.health_checks.iter().any(|hc| hc.matches(&r.key));
+        message.push_str(&format!(
+            ". Its {} ignored because wait is true: Flux checks every object it applies, not only the listed ones ({})",
+            plural(layer.health_checks.len(), "healthChecks entry is", "healthChecks entries are"),
+            if listed {
+                "this one is listed"
+            } else {
+                "this one is not even listed"
+            }
+        ));
+    }
+    let obj = model.object(r.object);
+    Finding {
+        rule: META.id,
+        severity: if blocked.is_empty() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        },
+        message,
+        file: model.repo.file(obj.file).path.clone(),
+        line: obj.line,
+        column: 0,
+        layer: layer.id.clone(),
+        cluster: String::new(),
+        cluster_index: layer.cluster,
+        object: r.key.clone(),
+        blocked_layers: blocked.to_vec(),
+        masked_objects: masked,
+        fix: None,
+        no_fix_reason: None,
+        fix_group: None,
+    }
+}
