@@ -3,8 +3,6 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use serde::Serialize;
-
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::FileId;
 use crate::parse::{NodeId, YamlFile};
@@ -18,7 +16,7 @@ use super::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, join, normalize};
 pub type LayerId = usize;
 
 /// A `dependsOn` entry, or a layer's own identity.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LayerRef {
     pub namespace: String,
     pub name: String,
@@ -31,7 +29,7 @@ impl std::fmt::Display for LayerRef {
 }
 
 /// The source a layer reads (`spec.sourceRef`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SourceRef {
     pub kind: String,
     pub name: String,
@@ -45,13 +43,12 @@ impl std::fmt::Display for SourceRef {
 }
 
 /// One `spec.healthChecks` entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthCheck {
     pub kind: String,
     pub name: String,
     pub namespace: Option<String>,
     /// The sequence item, for edits that drop it.
-    #[serde(skip)]
     pub item: NodeId,
 }
 
