@@ -1,11 +1,8 @@
 //! Diagnostics: problems in the repository itself (not rule findings), each pointing at a file
 //! and, where known, a line and column.
 
-use serde::Serialize;
-
 /// How bad a diagnostic or finding is; ordered so `--fail-on` can compare.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Hash)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     Note,
     Warning,
@@ -23,7 +20,7 @@ impl std::fmt::Display for Severity {
 }
 
 /// A problem or a skip in the repository, with its place.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// Path relative to the repository root (`""` for the repository itself).

@@ -34,6 +34,7 @@ fn commit_message_is_a_pull_request() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     let json = run.json();
     assert_eq!(json["version"], 1);
+    common::assert_json_v1("FixReport", &json);
     let head = git(repo.path(), &["rev-parse", "HEAD"]);
     assert_eq!(json["commit"].as_str(), Some(head.trim()));
     assert_eq!(json["branch"], "fluxmend/fm001");
@@ -115,6 +116,112 @@ fn fix_json_without_commit_has_null_commit_and_no_pr_body_when_nothing_changes()
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!body.exists(), "nothing to change writes no body");
+}
+
+/// Real `check`, `fix` and `graph` documents validate against the JSON v1 schema generated from
+/// the output types (closed: no field it does not describe), across fixtures that give phased
+/// fixes, fixes the kustomize gate builds, findings without a fix, diagnostics and suppressions.
+#[test]
+fn json_v1_documents_validate_against_the_schema() {
+    let suppressing = common::TempRepo::copy_of(&fixture("forgejo-runners-in-apps", "before"));
+    suppressing.replace(
+        "apps/base/forgejo/runner-gaming.yaml",
+        "metadata:\n  name: forgejo-runner-gaming\n",
+        "metadata:\n  name: forgejo-runner-gaming\n  annotations:\n    fluxmend.io/ignore: \"FM002: reviewed\"\n",
+    );
+    // A suppression naming no rule: an error diagnostic.
+    suppressing.append(
+        "apps/base/forgejo/runner-bridge.yaml",
+        "# fluxmend: ignore[FM999] whatever\n",
+    );
+    let mut roots: Vec<std::path::PathBuf> = [
+        "fm001-inline",
+        "forgejo-runners-in-apps",
+        "fm004-instance-patches",
+        "fm006-defects",
+        "fm005-flow-crlf",
+        "fm007-overlapping-patches",
+        "healthy-resourcesets",
+    ]
+    .iter()
+    .map(|case| fixture(case, "before"))
+    .collect();
+    roots.push(suppressing.path().to_path_buf());
+    let mut seen = std::collections::BTreeSet::new();
+    for root in &roots {
+        let root = root.to_str().unwrap();
+        for (def, args) in [
+            ("Check", vec!["check", "--format", "json", root]),
+            ("FixReport", vec!["fix", "--format", "json", root]),
+            ("Graph", vec!["graph", "--format", "json", root]),
+        ] {
+            let run = fluxmend(&args);
+            run.assert_no_panic();
+            let doc = run.json();
+            common::assert_json_v1(def, &doc);
+            // What the documents held, so that the shapes below are known to be covered.
+            for (key, shape) in [
+                ("suppressed", "a suppressed finding"),
+                ("diagnostics", "a diagnostic"),
+            ] {
+                if doc[key].as_array().is_some_and(|a| !a.is_empty()) {
+                    seen.insert(shape);
+                }
+            }
+            for f in doc["findings"].as_array().into_iter().flatten() {
+                match (&f["fix"], def) {
+                    (Value::Null, "FixReport") => seen.insert("a finding without a fix"),
+                    (fix, _) if fix["phases"].is_u64() => seen.insert("a phased fix"),
+                    _ => false,
+                };
+            }
+            if doc["kustomize_layers"].is_object() {
+                seen.insert("the kustomize gate's layers");
+            }
+        }
+    }
+    let mut wanted = vec![
+        "a suppressed finding",
+        "a diagnostic",
+        "a finding without a fix",
+        "a phased fix",
+    ];
+    if common::try_kubectl_kustomize(&fixture("fm001-inline", "before")).is_ok() {
+        wanted.push("the kustomize gate's layers");
+    }
+    for shape in wanted {
+        assert!(seen.contains(shape), "no document held {shape}");
+    }
+}
+
+/// The closed schema the documents are checked against rejects what the types do not write: a
+/// field it does not know, a missing one, a wrong type, an unknown severity.
+#[test]
+fn json_v1_schema_rejects_what_the_types_do_not_write() {
+    let run = fluxmend([
+        "check",
+        "--format",
+        "json",
+        fixture("fm001-inline", "before").to_str().unwrap(),
+    ]);
+    let good = run.json();
+    common::assert_json_v1("Check", &good);
+    let mut unknown = good.clone();
+    unknown["findings"][0]["extra"] = 1.into();
+    let mut missing = good.clone();
+    missing["findings"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("fixable");
+    let mut wrong = good.clone();
+    wrong["summary"]["files"] = "15".into();
+    let mut severity = good.clone();
+    severity["findings"][0]["severity"] = "fatal".into();
+    let mut version = good.clone();
+    version["version"] = 2.into();
+    for bad in [unknown, missing, wrong, severity, version] {
+        assert!(!common::json_v1_errors("Check", &bad).is_empty(), "{bad:#}");
+    }
 }
 
 #[test]

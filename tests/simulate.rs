@@ -39,6 +39,7 @@ fn a_failing_flux_instance_stalls_the_chain_before_the_fix_and_only_itself_after
     assert_eq!(text.code, 0, "{}", text.stderr);
     insta::assert_snapshot!("flux-instance-fails", text.stdout);
     let json = simulate(&dir, &[&target[..], &["--format", "json"]].concat()).json();
+    common::assert_json_v1("Failure", &json);
     assert_eq!(
         affected(&json["before"]),
         [
@@ -74,6 +75,7 @@ fn a_root_source_that_rejects_every_revision_cannot_be_corrected_through_git() {
         ],
     )
     .json();
+    common::assert_json_v1("Failure", &json);
     for side in ["before", "after_fixes"] {
         let c = &json[side][0];
         let correction = &c["corrections"][0];
@@ -100,6 +102,7 @@ fn a_dead_runner_turns_apps_red_before_the_fix_and_only_the_runners_after() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     insta::assert_snapshot!("runner-fails", text.stdout);
     let json = simulate(&dir, &[&target[..], &["--format", "json"]].concat()).json();
+    common::assert_json_v1("Failure", &json);
     assert_eq!(
         affected(&json["before"]),
         [("apps".into(), "health-check-failed".into())]
@@ -184,6 +187,7 @@ fn the_rollout_between_two_revisions_names_every_deletion() {
         &["--from", "HEAD~1", "--to", "HEAD", "--format", "json"],
     )
     .json();
+    common::assert_json_v1("Rollout", &json);
     let deletions = json["rollout"]["clusters"][0]["deletions"]
         .as_array()
         .unwrap();
@@ -277,6 +281,7 @@ fn the_after_section_is_there_only_when_a_fix_changes_the_outcome() {
         text.stdout
     );
     let json = simulate(&dir, &[&target[..], &["--format", "json"]].concat()).json();
+    common::assert_json_v1("Failure", &json);
     assert_eq!(json["after_fixes"], Value::Null, "{json:#}");
     // Where they change it, it is said.
     let text = simulate(&dir, &["--fail", "FluxInstance/flux-system/flux"]);
@@ -372,6 +377,7 @@ fn a_name_postbuild_substitutes_is_one_object_per_layer() {
     // Retire one app: its layer goes, and with it its own PVC; sonarr's PVC is another one.
     repo.write("clusters/prod/media.yaml", per_app_layers(&["sonarr"]));
     let json = simulate(repo.path(), &["--from", "HEAD", "--format", "json"]).json();
+    common::assert_json_v1("Rollout", &json);
     let deletions: Vec<&Value> = json["rollout"]["clusters"]
         .as_array()
         .unwrap()

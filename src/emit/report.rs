@@ -6,22 +6,18 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::emit::escape;
+use crate::emit::json::{self, Sorted, v1};
 use crate::emit::text::{self, FindingWriter, Shown};
 use crate::model::{Layer, LayerRef, Model, NOTHING_ANALYSED};
 use crate::rules::Finding;
 use crate::rules::plural;
 use crate::rules::suppress::Suppressed;
 
-/// The version of the JSON output's shape: raised when a field changes meaning or goes away
-/// (new fields do not raise it), so a bot can refuse a shape it does not know.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// Counts a bot can gate on without walking the lists.
-#[derive(Debug, Serialize)]
+/// Counts a bot can gate on without walking the lists (JSON: [`v1::Summary`]).
+#[derive(Debug)]
 pub struct Summary {
     pub files: usize,
     pub objects: usize,
@@ -32,7 +28,6 @@ pub struct Summary {
     /// Findings held back by a suppression (not in `findings`).
     pub suppressed: usize,
     /// PATH holds no root, so every top layer was taken for one (the text report's hint).
-    #[serde(skip)]
     pub rootless: bool,
 }
 
@@ -56,31 +51,6 @@ impl Summary {
     }
 }
 
-/// A suppressed finding: the finding as in `findings`, and the suppression with its reason.
-fn suppressed_json(s: &Suppressed) -> serde_json::Value {
-    let mut v = finding_json(&s.finding);
-    v["suppression"] = json!(s.by);
-    v
-}
-
-/// One finding as the JSON contract documents it.
-fn finding_json(f: &Finding) -> serde_json::Value {
-    json!({
-        "rule": f.rule,
-        "severity": f.severity,
-        "message": f.message,
-        "file": f.file,
-        "line": f.line,
-        "column": f.column,
-        "layer": {"name": f.layer.name, "namespace": f.layer.namespace},
-        "cluster": f.cluster,
-        "object": {"apiVersion": f.object.api_version, "kind": f.object.kind, "namespace": f.object.namespace, "name": f.object.name},
-        "blocked_layers": f.blocked_layers,
-        "masked_objects": f.masked_objects,
-        "fixable": f.fix.is_some(),
-    })
-}
-
 /// `check --format json`.
 pub fn check_json(
     findings: &[Finding],
@@ -88,10 +58,7 @@ pub fn check_json(
     diagnostics: &[Diagnostic],
     summary: &Summary,
 ) -> String {
-    let findings: Vec<_> = findings.iter().map(finding_json).collect();
-    let suppressed: Vec<_> = suppressed.iter().map(suppressed_json).collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "summary": summary});
-    serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
+    json::to_string(&v1::Check::new(findings, suppressed, diagnostics, summary))
 }
 
 /// The path from the current directory to the repository root, ending in `/` (`""` when they
@@ -375,8 +342,7 @@ pub fn graph_text(model: &Model) -> String {
 
 /// `graph --format json`.
 pub fn graph_json(model: &Model) -> String {
-    /// Every layer as JSON, built one at a time while it is written: a fleet's graph is tens of
-    /// megabytes of text, and as one `serde_json::Value` it took ten times that.
+    /// Every layer, built and sorted one at a time while it is written ([`v1::Graph`]).
     struct Layers<'a>(&'a Model<'a>);
     impl Serialize for Layers<'_> {
         fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -386,53 +352,12 @@ pub fn graph_json(model: &Model) -> String {
                     .layers
                     .iter()
                     .enumerate()
-                    .map(|(id, l)| layer_json(model, id, l)),
+                    .map(|(id, l)| Sorted(v1::GraphLayer::new(model, id, l))),
             )
         }
     }
-    /// Keys in the order `json!` objects print them (sorted), so the output is unchanged.
-    #[derive(Serialize)]
-    struct Graph<'a> {
-        diagnostics: serde_json::Value,
-        layers: Layers<'a>,
-    }
-    let graph = Graph {
-        diagnostics: json!(model.diagnostics),
-        layers: Layers(model),
-    };
+    let graph = v1::Graph::new(&model.diagnostics, Layers(model));
     serde_json::to_string_pretty(&graph).expect("JSON of plain data") + "\n"
-}
-
-/// One layer of `graph --format json`.
-fn layer_json(model: &Model, id: usize, l: &Layer) -> serde_json::Value {
-    json!({
-        "id": id,
-        "name": l.id.name,
-        "namespace": l.id.namespace,
-        "live": l.live,
-        "file": l.object.map(|o| model.repo.file(model.object(o).file).path.clone()),
-        "created_by_instance": l.created_by_instance.map(|o| model.object(o).key.clone()),
-        "applied_by": l.applied_by,
-        "source": l.source,
-        "source_root": l.source_root,
-        "path": l.path,
-        "wait": l.wait,
-        "health_checks": l.health_checks,
-        "depends_on": l.depends_on_ids,
-        "variants": l.variants.iter().map(|v| json!({
-            "dir": v.dir,
-            "bindings": v.bindings,
-            "generated": v.generated,
-            "error": v.error,
-            "objects": v.inventory.iter().map(|r| json!({
-                "object": r.key,
-                "file": model.repo.file(model.object(r.object).file).path,
-                "line": model.object(r.object).line,
-                "gated": l.gates(&r.key),
-                "via": r.chain.iter().map(|&f| model.repo.file(f).path.clone()).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 fn node_name(id: usize) -> String {
@@ -663,40 +588,14 @@ pub fn fix_json(
     action: &str,
     commit: Option<&Committed>,
 ) -> String {
-    let findings: Vec<_> = plan
-        .findings
-        .iter()
-        .map(|f| {
-            let mut v = finding_json(f);
-            v["fix"] = json!(f.fix.as_ref().map(|x| {
-                let mut fix = json!({"description": x.description, "tradeoff": x.tradeoff});
-                if let Some(p) = &x.phase {
-                    fix["phase"] = json!(p.phase);
-                    fix["phases"] = json!(p.phases);
-                    fix["confirm"] = json!(p.confirm);
-                    fix["stays"] = json!(p.stays);
-                }
-                fix
-            }));
-            v["no_fix_reason"] = json!(f.no_fix_reason);
-            v
-        })
-        .collect();
-    let files: Vec<_> = plan
-        .files
-        .iter()
-        .map(|f| {
-            let change = match (&f.before, &f.after) {
-                (None, Some(_)) => "create",
-                (Some(_), None) => "delete",
-                _ => "edit",
-            };
-            json!({"path": f.path, "change": change})
-        })
-        .collect();
-    let suppressed: Vec<_> = suppressed.iter().map(suppressed_json).collect();
-    let out = json!({"version": FORMAT_VERSION, "findings": findings, "suppressed": suppressed, "diagnostics": diagnostics, "files": files, "diff": diff, "applied": if action.is_empty() { None } else { Some(action) }, "verified_by": plan.verified_by, "kustomize_layers": plan.kustomize_layers.map(|(built, affected)| json!({"built": built, "affected": affected, "layers": plan.kustomize_per_layer.iter().map(|(layer, why)| json!({"layer": layer, "built": why.is_none(), "why": why})).collect::<Vec<_>>()})), "not_verified": plan.not_verified, "rollout_notes": plan.rollout_notes, "commit": commit.map(|c| &c.id), "branch": commit.and_then(|c| c.branch.as_ref())});
-    serde_json::to_string_pretty(&out).expect("JSON of plain data") + "\n"
+    json::to_string(&v1::FixReport::new(
+        plan,
+        suppressed,
+        diagnostics,
+        diff,
+        action,
+        commit,
+    ))
 }
 
 /// What `fix --commit` made, for a bot to push and open a pull request from.

@@ -2,13 +2,177 @@
 //! others). Paths are relative to the git work tree's top level when there is one, because
 //! those services resolve them against the checkout.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::changes::FileChange;
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::emit::json;
 use crate::rules::Finding;
 use crate::rules::suppress::Suppressed;
+
+/// The parts of SARIF 2.1.0 fluxmend writes (names as the standard spells them; the vendored
+/// schema in `tests/data` checks them). Written through [`json::to_string`], keys sorted.
+#[derive(Serialize)]
+struct Log<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [Run<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run<'a> {
+    column_kind: &'static str,
+    tool: Tool,
+    invocations: [Invocation<'a>; 1],
+    results: Vec<SarifResult<'a>>,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver {
+    name: &'static str,
+    version: &'static str,
+    information_uri: &'static str,
+    rules: Vec<ReportingDescriptor>,
+}
+
+/// A rule of the catalogue.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportingDescriptor {
+    id: &'static str,
+    name: &'static str,
+    short_description: Message<'static>,
+    full_description: Message<'static>,
+    help_uri: String,
+    help: Help,
+}
+
+#[derive(Serialize)]
+struct Help {
+    /// The document as text: without the lines that mark the report's texts.
+    text: String,
+    markdown: &'static str,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation<'a> {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification<'a>>,
+}
+
+/// A diagnostic: about the input, not a rule violation.
+#[derive(Serialize)]
+struct Notification<'a> {
+    level: &'static str,
+    message: Message<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    locations: Option<[Location; 1]>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    physical_location: PhysicalLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    region: Option<Region>,
+}
+
+#[derive(Serialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_column: Option<usize>,
+}
+
+/// A finding (suppressed or not).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult<'a> {
+    rule_id: &'a str,
+    /// The rule's index in the catalogue; null for a rule outside it.
+    rule_index: Option<usize>,
+    level: &'static str,
+    message: Message<'a>,
+    locations: [Location; 1],
+    partial_fingerprints: BTreeMap<&'static str, String>,
+    properties: Properties,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fixes: Option<[SarifFix<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suppressions: Option<[SarifSuppression<'a>; 1]>,
+}
+
+#[derive(Serialize)]
+struct Properties {
+    fixable: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifSuppression<'a> {
+    kind: &'static str,
+    justification: &'a str,
+    location: Location,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifFix<'a> {
+    description: Message<'a>,
+    artifact_changes: Vec<ArtifactChange<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactChange<'a> {
+    artifact_location: ArtifactLocation,
+    replacements: [Replacement<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Replacement<'a> {
+    deleted_region: DeletedRegion,
+    inserted_content: Message<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletedRegion {
+    start_line: usize,
+    start_column: usize,
+    end_line: usize,
+    end_column: usize,
+}
 
 /// Where each rule's document is published: the `helpUri` a reviewer follows from an alert.
 fn help_uri(id: &str) -> String {
@@ -34,21 +198,20 @@ pub fn fingerprint(f: &Finding) -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-fn location(prefix: &str, file: &str, line: Option<usize>, column: Option<usize>) -> Value {
-    let mut physical = json!({"artifactLocation": {"uri": format!("{prefix}{file}")}});
-    if let Some(line) = line {
-        let mut region = json!({"startLine": line});
-        if let Some(column) = column {
-            region["startColumn"] = json!(column);
-        }
-        physical["region"] = region;
+fn location(prefix: &str, file: &str, line: Option<usize>, column: Option<usize>) -> Location {
+    Location {
+        physical_location: PhysicalLocation {
+            artifact_location: ArtifactLocation {
+                uri: format!("{prefix}{file}"),
+            },
+            region: line.map(|start_line| Region {
+                start_line,
+                start_column: column,
+            }),
+        },
     }
-    json!({"physicalLocation": physical})
 }
 
-/// The SARIF log: the rule catalogue, one result per finding, and the diagnostics as tool
-/// notifications (they are about the input, not rule violations). `prefix` is prepended to
-/// every path (`k8s/` when PATH is `k8s` in the work tree).
 /// A 1-based (line, column in characters) position of a byte offset.
 fn position(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset];
@@ -59,7 +222,7 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
 
 /// One replacement turning `before` into `after`: the region between their common prefix and
 /// suffix (on character boundaries), deleted, and what `after` has there, inserted.
-fn replacement(before: &str, after: &str) -> Value {
+fn replacement<'a>(before: &str, after: &'a str) -> Replacement<'a> {
     let mut prefix = before
         .bytes()
         .zip(after.bytes())
@@ -83,34 +246,65 @@ fn replacement(before: &str, after: &str) -> Value {
     }
     let (start_line, start_column) = position(before, prefix);
     let (end_line, end_column) = position(before, before.len() - suffix);
-    json!({
-        "deletedRegion": {
-            "startLine": start_line,
-            "startColumn": start_column,
-            "endLine": end_line,
-            "endColumn": end_column,
+    Replacement {
+        deleted_region: DeletedRegion {
+            start_line,
+            start_column,
+            end_line,
+            end_column,
         },
-        "insertedContent": {"text": &after[prefix..after.len() - suffix]},
-    })
+        inserted_content: Message {
+            text: &after[prefix..after.len() - suffix],
+        },
+    }
 }
 
 /// A verified fix as SARIF `fixes`: one artifact change per file, each one replacement (a new
 /// file: its whole content inserted; a deleted one: its whole content deleted).
-pub fn fixes(description: &str, files: &[FileChange], prefix: &str) -> Value {
-    let changes: Vec<Value> = files
+fn fixes<'a>(description: &'a str, files: &'a [FileChange], prefix: &str) -> [SarifFix<'a>; 1] {
+    let artifact_changes = files
         .iter()
-        .map(|f| {
-            let before = f.before.as_deref().unwrap_or("");
-            let after = f.after.as_deref().unwrap_or("");
-            json!({
-                "artifactLocation": {"uri": format!("{prefix}{}", f.path)},
-                "replacements": [replacement(before, after)],
-            })
+        .map(|f| ArtifactChange {
+            artifact_location: ArtifactLocation {
+                uri: format!("{prefix}{}", f.path),
+            },
+            replacements: [replacement(
+                f.before.as_deref().unwrap_or(""),
+                f.after.as_deref().unwrap_or(""),
+            )],
         })
         .collect();
-    json!([{"description": {"text": description}, "artifactChanges": changes}])
+    [SarifFix {
+        description: Message { text: description },
+        artifact_changes,
+    }]
 }
 
+/// A finding as a result, without fixes or suppressions.
+fn result<'a>(
+    catalogue: &[Box<dyn crate::rules::Rule>],
+    prefix: &str,
+    f: &'a Finding,
+) -> SarifResult<'a> {
+    SarifResult {
+        rule_id: f.rule,
+        rule_index: catalogue.iter().position(|r| r.meta().id == f.rule),
+        level: level(f.severity),
+        message: Message { text: &f.message },
+        locations: [location(prefix, &f.file, Some(f.line), Some(f.column))],
+        partial_fingerprints: BTreeMap::from([("fluxmend/v1", fingerprint(f))]),
+        properties: Properties {
+            fixable: f.fix.is_some(),
+        },
+        fixes: None,
+        suppressions: None,
+    }
+}
+
+/// The SARIF log: the rule catalogue, one result per finding, and the diagnostics as tool
+/// notifications (they are about the input, not rule violations). `prefix` is prepended to
+/// every path (`k8s/` when PATH is `k8s` in the work tree).
+///
 /// Suppressed findings are results too, with an `inSource` suppression and its justification,
 /// so that code scanning shows them as dismissed rather than losing them. `fix_of` gives a
 /// finding's verified fix as file changes, when it has one.
@@ -122,78 +316,74 @@ pub fn check_sarif(
     fix_of: &dyn Fn(&Finding) -> Option<Vec<FileChange>>,
 ) -> String {
     let catalogue = crate::rules::all();
-    let rules: Vec<Value> = catalogue
+    let rules = catalogue
         .iter()
         .map(|r| {
             let m = r.meta();
-            json!({
-                "id": m.id,
-                "name": m.name,
-                "shortDescription": {"text": m.summary},
-                "fullDescription": {"text": m.summary},
-                "helpUri": help_uri(m.id),
-                "help": {"text": m.doc_text(), "markdown": m.doc},
-            })
-        })
-        .collect();
-    let result = |f: &Finding| {
-        let index = catalogue.iter().position(|r| r.meta().id == f.rule);
-        json!({
-                "ruleId": f.rule,
-                "ruleIndex": index,
-                "level": level(f.severity),
-                "message": {"text": f.message},
-                "locations": [location(prefix, &f.file, Some(f.line), Some(f.column))],
-                "partialFingerprints": {"fluxmend/v1": fingerprint(f)},
-                "properties": {"fixable": f.fix.is_some()},
-        })
-    };
-    let mut results: Vec<Value> = findings
-        .iter()
-        .map(|f| {
-            let mut r = result(f);
-            if let (Some(fix), Some(files)) = (&f.fix, fix_of(f)) {
-                r["fixes"] = fixes(&fix.description, &files, prefix);
+            ReportingDescriptor {
+                id: m.id,
+                name: m.name,
+                short_description: Message { text: m.summary },
+                full_description: Message { text: m.summary },
+                help_uri: help_uri(m.id),
+                help: Help {
+                    text: m.doc_text(),
+                    markdown: m.doc,
+                },
             }
-            r
         })
         .collect();
-    results.extend(suppressed.iter().map(|s| {
-        let mut r = result(&s.finding);
-        r["suppressions"] = json!([{
-            "kind": "inSource",
-            "justification": s.by.reason,
-            "location": location(prefix, &s.by.file, Some(s.by.line), Some(s.by.column)),
-        }]);
-        r
+    // The fixes' file changes, owned here: results borrow their inserted texts.
+    let fix_files: Vec<Option<Vec<FileChange>>> = findings
+        .iter()
+        .map(|f| f.fix.as_ref().and_then(|_| fix_of(f)))
+        .collect();
+    let mut results: Vec<SarifResult> = findings
+        .iter()
+        .zip(&fix_files)
+        .map(|(f, files)| SarifResult {
+            fixes: f
+                .fix
+                .as_ref()
+                .zip(files.as_deref())
+                .map(|(fix, files)| fixes(&fix.description, files, prefix)),
+            ..result(&catalogue, prefix, f)
+        })
+        .collect();
+    results.extend(suppressed.iter().map(|s| SarifResult {
+        suppressions: Some([SarifSuppression {
+            kind: "inSource",
+            justification: &s.by.reason,
+            location: location(prefix, &s.by.file, Some(s.by.line), Some(s.by.column)),
+        }]),
+        ..result(&catalogue, prefix, &s.finding)
     }));
-    let notifications: Vec<Value> = diagnostics
+    let notifications = diagnostics
         .iter()
-        .map(|d| {
-            let mut n = json!({"level": level(d.severity), "message": {"text": d.message}});
-            if !d.file.is_empty() {
-                n["locations"] = json!([location(prefix, &d.file, d.line, d.column)]);
-            }
-            n
+        .map(|d| Notification {
+            level: level(d.severity),
+            message: Message { text: &d.message },
+            locations: (!d.file.is_empty()).then(|| [location(prefix, &d.file, d.line, d.column)]),
         })
         .collect();
-    let log = json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "columnKind": "unicodeCodePoints",
-            "tool": {"driver": {
-                "name": "fluxmend",
-                "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": env!("CARGO_PKG_REPOSITORY"),
-                "rules": rules,
-            }},
-            "invocations": [{
-                "executionSuccessful": true,
-                "toolExecutionNotifications": notifications,
+    json::to_string(&Log {
+        schema: "https://json.schemastore.org/sarif-2.1.0.json",
+        version: "2.1.0",
+        runs: [Run {
+            column_kind: "unicodeCodePoints",
+            tool: Tool {
+                driver: Driver {
+                    name: "fluxmend",
+                    version: env!("CARGO_PKG_VERSION"),
+                    information_uri: env!("CARGO_PKG_REPOSITORY"),
+                    rules,
+                },
+            },
+            invocations: [Invocation {
+                execution_successful: true,
+                tool_execution_notifications: notifications,
             }],
-            "results": results,
+            results,
         }],
-    });
-    serde_json::to_string_pretty(&log).expect("JSON of plain data") + "\n"
+    })
 }

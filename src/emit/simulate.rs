@@ -3,9 +3,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::json;
-
 use crate::emit::escape;
+use crate::emit::json::{self, v1};
 use crate::rollout::failure::{ClusterFailure, Status};
 use crate::rollout::{LayerChange, LeaveOutcome, Rollout};
 
@@ -68,10 +67,7 @@ pub fn rollout_text(rollout: &Rollout) -> String {
                 out,
                 "  deletes {} [{}]: {}{again}\n    why: {}",
                 d.object,
-                serde_json::to_value(d.consequence)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                v1::Consequence::from(d.consequence).name(),
                 d.effect,
                 d.cause
             );
@@ -82,7 +78,7 @@ pub fn rollout_text(rollout: &Rollout) -> String {
 
 /// `simulate --from --format json`.
 pub fn rollout_json(rollout: &Rollout) -> String {
-    serde_json::to_string_pretty(&json!({ "rollout": rollout })).expect("JSON of plain data") + "\n"
+    json::to_string(&v1::Rollout::from(rollout))
 }
 
 /// What failing objects stall, before (and after, when given) the pending fixes.
@@ -161,7 +157,5 @@ fn write_failure(out: &mut String, clusters: &[ClusterFailure]) {
 
 /// `simulate --fail --format json`.
 pub fn failure_json(before: &[ClusterFailure], after: Option<&[ClusterFailure]>) -> String {
-    serde_json::to_string_pretty(&json!({ "before": before, "after_fixes": after }))
-        .expect("JSON of plain data")
-        + "\n"
+    json::to_string(&v1::Failure::new(before, after))
 }

@@ -4,7 +4,6 @@ use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use serde::Serialize;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo, SourceFile};
@@ -93,12 +92,6 @@ impl std::fmt::Debug for Name {
     }
 }
 
-impl Serialize for Name {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
 /// Hands out one shared [`Name`] per distinct text.
 #[derive(Default)]
 pub(super) struct Names(HashSet<Name>);
@@ -115,9 +108,8 @@ impl Names {
 }
 
 /// An object's identity as Kubernetes and kustomize key it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
-    #[serde(rename = "apiVersion")]
     pub api_version: Name,
     pub kind: Name,
     pub namespace: Option<Name>,

@@ -12,12 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
-
 use crate::model::{Layer, LayerId, LayerRef, Model, ObjectKey, Rendered};
 
 /// An object named on the command line as `KIND/NAMESPACE/NAME` (or `KIND/NAME`).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Target {
     pub kind: String,
     pub namespace: Option<String>,
@@ -73,8 +71,7 @@ impl std::fmt::Display for Target {
 }
 
 /// A layer's state while the targets fail.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     /// Ready=False, HealthCheckFailed: its health check includes a failing object.
     HealthCheckFailed {
@@ -87,15 +84,14 @@ pub enum Status {
 }
 
 /// One layer that is not Ready.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Affected {
     pub layer: LayerRef,
-    #[serde(flatten)]
     pub status: Status,
 }
 
 /// Whether a corrective commit to a failing object reaches the cluster.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Correction {
     pub target: String,
     /// The files a correction edits (one per variant of a placeholder path that defines it).
@@ -107,7 +103,7 @@ pub struct Correction {
 }
 
 /// What the targets do to one cluster.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClusterFailure {
     /// The root layer and the file that defines it.
     pub root: String,

@@ -31,8 +31,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use serde::Serialize;
-
 use crate::model::{FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, Layer, LayerId, LayerRef, Model};
 use crate::model::{ObjectKey, Rendered, display_dir};
 
@@ -61,8 +59,7 @@ fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
 const INSTANCE_RECONCILE_DISABLED: (&str, &str) = ("fluxcd.controlplane.io/reconcile", "disabled");
 
 /// How bad a deletion is, from least to worst.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Consequence {
     /// A workload deleted and applied again: its pods restart.
     Restart,
@@ -88,10 +85,9 @@ impl Consequence {
 }
 
 /// One live object deleted during the rollout.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Deletion {
     /// Index of the cluster (root) in the model after the change.
-    #[serde(skip)]
     pub cluster: usize,
     pub object: ObjectKey,
     /// The layer whose prune (or whose removal) deletes it.
@@ -106,7 +102,7 @@ pub struct Deletion {
 }
 
 /// What one layer does with the new revision.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Step {
     pub layer: LayerRef,
     pub change: LayerChange,
@@ -121,15 +117,14 @@ pub struct Step {
 }
 
 /// An object that leaves a layer's inventory.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Leaving {
     pub object: ObjectKey,
     pub outcome: LeaveOutcome,
 }
 
 /// What the old layer's prune does with an object that left its inventory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaveOutcome {
     /// Deleted (see the cluster's deletions).
     Deleted,
@@ -142,8 +137,7 @@ pub enum LeaveOutcome {
 }
 
 /// How a layer changes with the revision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayerChange {
     Added,
     Removed,
@@ -152,7 +146,7 @@ pub enum LayerChange {
 }
 
 /// The rollout of one cluster (one root).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct ClusterRollout {
     /// The root layer, as `namespace/name` and where it is defined.
     pub root: String,
@@ -162,7 +156,7 @@ pub struct ClusterRollout {
 }
 
 /// The rollout of a change, per cluster.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Rollout {
     pub clusters: Vec<ClusterRollout>,
 }

@@ -13,8 +13,6 @@ mod instances;
 mod layer_split;
 pub mod suppress;
 
-use serde::Serialize;
-
 use crate::diagnostics::Severity;
 use crate::edit::Changeset;
 use crate::model::{LayerRef, Model, ObjectKey};
@@ -47,7 +45,7 @@ pub trait Rule {
 }
 
 /// What a rule found: what is gated, by whom, where, and the blast radius.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Finding {
     pub rule: &'static str,
     pub severity: Severity,
@@ -64,7 +62,6 @@ pub struct Finding {
     /// same finding, blast radius included, in several clusters. Set by [`run`].
     pub cluster: String,
     /// The model's index of that cluster ([`crate::model::Layer::cluster`]), set by the rule.
-    #[serde(skip)]
     pub cluster_index: usize,
     pub object: ObjectKey,
     /// Layers a failure would leave `DependencyNotReady`.
@@ -72,7 +69,6 @@ pub struct Finding {
     /// How many other objects' health the failing one would mask.
     pub masked_objects: usize,
     /// The planned fix, if the rule can offer one.
-    #[serde(skip)]
     pub fix: Option<Fix>,
     /// Why no fix is offered (or why it was dropped by verification).
     pub no_fix_reason: Option<String>,
@@ -80,7 +76,6 @@ pub struct Finding {
     /// suppressing any one of them must withhold the fix from all, since it would change what
     /// the suppressed finding is about too. An identifier within the rule (FM002: the layer and
     /// its variant; FM001: the layer).
-    #[serde(skip)]
     pub fix_group: Option<(usize, usize)>,
 }
 
@@ -139,7 +134,7 @@ impl Fix {
 
 /// One phase of a move done in steps (expand, then contract): the first protects what will move
 /// from the old layer's prune, the next moves it once the cluster runs the first.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Phase {
     /// This phase's number, from 1.
     pub phase: u8,

@@ -12,7 +12,6 @@
 //! nothing among the rules that ran is a warning (like ruff's RUF100), so stale ones do not pile up.
 
 use rustc_hash::FxHashSet as HashSet;
-use serde::Serialize;
 
 use super::{Finding, by_id};
 use crate::diagnostics::{Diagnostic, Severity};
@@ -25,15 +24,14 @@ pub const ANNOTATION: &str = "fluxmend.io/ignore";
 const COMMENT_MARKER: &str = "fluxmend:";
 
 /// Where a suppression is written and which form it takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
     Annotation,
     Comment,
 }
 
 /// One suppression: the rules it names, why, and where it is written.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Suppression {
     pub form: Form,
     pub rules: Vec<&'static str>,
@@ -42,7 +40,6 @@ pub struct Suppression {
     pub line: usize,
     pub column: usize,
     /// What it applies to: the annotated object, or the lines a comment covers.
-    #[serde(skip)]
     scope: Scope,
 }
 

@@ -13,6 +13,44 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// Every way `doc` departs from `def` (`Check`, `FixReport`, `Failure`, `Rollout`, `Graph`) of
+/// the JSON v1 schema, `docs/schema/fluxmend-v1.json` (generated from the output types; a unit
+/// test keeps it so). The published schema lets new fields in, since they do not raise the
+/// version; here every definition is closed (`unevaluatedProperties: false`), so that a field
+/// the schema does not describe fails too.
+pub fn json_v1_errors(def: &str, doc: &Value) -> Vec<String> {
+    let path = manifest_dir().join("docs/schema/fluxmend-v1.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut schema: Value = serde_json::from_str(&text).unwrap();
+    let root = schema.as_object_mut().unwrap();
+    assert!(
+        root["$defs"].get(def).is_some(),
+        "the schema defines no {def}"
+    );
+    root.remove("anyOf");
+    root.insert("$ref".into(), format!("#/$defs/{def}").into());
+    for d in root["$defs"].as_object_mut().unwrap().values_mut() {
+        if d.get("properties").is_some() {
+            d["unevaluatedProperties"] = false.into();
+        }
+    }
+    let validator = jsonschema::draft202012::new(&schema).expect("the v1 schema compiles");
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
+
+/// `doc` is a valid `def` of the JSON v1 schema ([`json_v1_errors`]).
+pub fn assert_json_v1(def: &str, doc: &Value) {
+    let errors = json_v1_errors(def, doc);
+    assert!(
+        errors.is_empty(),
+        "not a valid v1 {def}: {errors:#?}\n{doc:#}"
+    );
+}
+
 /// The crate root (`/work/main`).
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

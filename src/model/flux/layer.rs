@@ -1,8 +1,6 @@
 //! The layer types: a Flux Kustomization as a delivery layer, its identity, source, health
 //! checks and the directories its path stands for.
 
-use serde::Serialize;
-
 use crate::model::kustomize::Rendered;
 use crate::model::{ObjectIdx, ObjectKey};
 use crate::parse::NodeId;
@@ -11,7 +9,7 @@ use crate::parse::NodeId;
 pub type LayerId = usize;
 
 /// A `dependsOn` entry, or a layer's own identity.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LayerRef {
     pub namespace: String,
     pub name: String,
@@ -24,7 +22,7 @@ impl std::fmt::Display for LayerRef {
 }
 
 /// The source a layer reads (`spec.sourceRef`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SourceRef {
     pub kind: String,
     pub name: String,
@@ -38,13 +36,12 @@ impl std::fmt::Display for SourceRef {
 }
 
 /// One `spec.healthChecks` entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthCheck {
     pub kind: String,
     pub name: String,
     pub namespace: Option<String>,
     /// The sequence item, for edits that drop it.
-    #[serde(skip)]
     pub item: NodeId,
 }
 
