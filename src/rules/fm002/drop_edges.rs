@@ -2,22 +2,18 @@
 //! its dependents stop waiting for it (their `dependsOn` entries on it go).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
+use super::META;
 use crate::edit::Changeset;
 use crate::model::LayerId;
 use crate::parse::NodeId;
-use crate::rules::Fix;
 use crate::rules::disposable::Analysis;
 use crate::rules::layer_split::drop_spec_entries;
+use crate::rules::{Fix, report_text};
 
 /// What happens on the cluster when a dependent's `dependsOn` edge on a runner layer goes.
-const DROP_TRADEOFF: &str = "kustomize-controller checks only the Kustomizations a layer lists in \
-dependsOn (checkDependencies: Ready, observed generation current, and the same revision applied \
-when both read the same source); without the entry the dependent is reconciled on its own \
-interval and source events, whatever the runners' health, and on a fresh cluster both layers are \
-applied concurrently, in no guaranteed order. Nothing is applied, pruned or deleted by this \
-change: both inventories stay as they are, and the runner layer keeps reporting its runners' \
-health.";
+static DROP_TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "drop-edges"));
 
 /// A layer of runners and what they use that other layers depend on: nothing to split out; the
 /// fix drops the `dependsOn` entries on it, when no layer that would stop waiting for it (a
@@ -106,7 +102,7 @@ pub(super) fn plan_drop_edges(an: &mut Analysis, layer_id: LayerId) -> Result<Fi
                 "they use"
             }
         ),
-        DROP_TRADEOFF,
+        DROP_TRADEOFF.as_str(),
         changes,
     ))
 }

@@ -4,6 +4,7 @@
 //! kustomizations they leave did to them is `carry`.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use crate::edit::Changeset;
 use crate::load::{FileId, SourceFile, parent_of};
@@ -17,22 +18,15 @@ use crate::rules::layer_split::{
     built_elsewhere, drop_spec_entries, free_name, needs_protection, not_carried_patches,
     path_text, protect_first, register, second_phase,
 };
-use crate::rules::{Fix, plural};
+use crate::rules::{Fix, plural, report_text};
 
+use super::META;
 use super::document::{DependsOn, new_layer_document};
 use super::folders::{Ctx, Touched};
 use super::overlays::flux_overlays;
 
 /// What a move does on the cluster.
-const TRADEOFF: &str = "Runner changes now wait on their own layer's ordering (after the old \
-layer when they need its objects); a red runners layer is the new, precise signal of a broken \
-runner, and the old layer reports only its own objects again. On the cluster (kustomize-controller \
-reconciles dependsOn, then apply, prune, health): the old layer applies what stays and prunes \
-only what left it unprotected, the runner workloads, whose pods restart once when the new layer \
-applies them again; when the old layer prunes, what they use is protected first (phase 1 only \
-adds kustomize.toolkit.fluxcd.io/prune: disabled). The new layer, applied by the old one's parent, \
-waits for it when it needs its objects, then applies the moved objects as its own and checks their \
-health.";
+static TRADEOFF: LazyLock<String> = LazyLock::new(|| report_text(META.doc, "move"));
 
 /// Where the moved objects of one new layer come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,7 +84,7 @@ pub(super) fn plan_fix(
             layer,
             &unprotected,
             "deleting what moves loses what it holds (a volume's data, a Secret, a ServiceAccount's tokens, a Helm release) until the new layer applies it again",
-            TRADEOFF,
+            TRADEOFF.as_str(),
             STAYS,
         );
     }
@@ -191,7 +185,7 @@ fn plan_move(
         plural(workloads, "disposable workload", "disposable workloads"),
         layer.id.name
     );
-    Ok(Fix::titled(title, description, TRADEOFF, changes))
+    Ok(Fix::titled(title, description, TRADEOFF.as_str(), changes))
 }
 
 /// The old layer's object and its file, which the move edits.
