@@ -18,8 +18,11 @@
 //!   file with a receiver that does nothing: no analysis can be faster than this.
 //! * `check`: `Repo::load` + `Model::build` + `rules::run`, what `fluxmend check` does before it
 //!   prints (the child also reports the three stages separately).
-//! * `fix`: what `fluxmend fix` does without `--write`: `check`, then `verify::plan` (every fix
-//!   re-verified against a re-modelled copy of the repository) and the unified diff.
+//! * `fix`: what `fluxmend fix --verify builtin` does without `--write`, through the same entry
+//!   points as the binary: `check` with the suppressions applied, then `verify::gates::plan_with`
+//!   (the whole-move gate re-plans the later phases of every first phase, then every fix is
+//!   re-verified against a re-modelled copy of the repository), the unified diff and the text
+//!   report. Only the kustomize gate is left out: it runs an external `kubectl`/`kustomize`.
 
 #[path = "fleet/mod.rs"]
 mod fleet;
@@ -428,10 +431,12 @@ fn print_report(rows: &[Row], options: &Options) {
         );
     }
     println!();
-    println!("fix (dry run: check + verify::plan + unified diff; nothing written):");
+    println!(
+        "fix (dry run, as `fix --verify builtin`: check + suppressions + every builtin gate + diff + report; nothing written):"
+    );
     println!();
     println!(
-        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff ms | fixes planned | fixes kept | changed files | diff KB | fix runs |"
+        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff + report ms | fixes planned | fixes kept | changed files | diff KB | fix runs |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
@@ -565,27 +570,51 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         repo.diagnostics.len() + model.diagnostics.len(),
     );
     if fix {
+        // As `fluxmend fix` (src/main.rs `fix`) does it: suppressions, every gate but the external
+        // kustomize one, the diff and the report.
+        let ran: Vec<String> = fluxmend::rules::all()
+            .iter()
+            .map(|r| r.meta().id.to_string())
+            .collect();
+        let outcome = fluxmend::rules::suppress::apply(&model, findings, &ran);
+        let mut diagnostics = model.all_diagnostics();
+        diagnostics.extend(outcome.diagnostics);
+        let diagnostics = fluxmend::diagnostics::dedup(diagnostics);
         let t4 = Instant::now();
-        let plan = fluxmend::verify::plan(
+        let plan = fluxmend::verify::gates::plan_with(
             &repo,
             &model,
             fluxmend::verify::Base::WorkTree,
             &options,
-            findings,
+            outcome.findings,
+            fluxmend::verify::gates::VerifyMode::Builtin,
+            None,
         );
         let t5 = Instant::now();
         let diff = fluxmend::emit::apply::unified_diff(&plan.files, "");
+        let standing = fluxmend::emit::report::Standing::new(&plan, &diagnostics, None);
+        let report = fluxmend::emit::report::fix_text(
+            &plan,
+            &outcome.suppressed,
+            &diagnostics,
+            &standing,
+            "",
+            "",
+            fluxmend::emit::text::Shown::default(),
+        );
         let t6 = Instant::now();
         fields.push_str(&format!(
-            " verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={}",
+            " verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={} report_bytes={}",
             ms(t4, t5),
             ms(t5, t6),
             plan.findings.iter().filter(|f| f.fix.is_some()).count(),
             plan.files.len(),
-            diff.len()
+            diff.len(),
+            report.len()
         ));
         std::mem::forget(plan);
         std::mem::forget(diff);
+        std::mem::forget(report);
     } else {
         std::mem::forget(findings);
     }

@@ -823,7 +823,7 @@ impl MapBuilder {
     }
 }
 
-fn is_null(s: &str) -> bool {
+pub(crate) fn is_null(s: &str) -> bool {
     matches!(s, "" | "~" | "null" | "Null" | "NULL")
 }
 

@@ -6,6 +6,7 @@
 //! for one layer variant, the [`Bundle`]: the disposable workloads the layer health-gates, the
 //! objects only they use (which move with them), and what stays behind.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -15,7 +16,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::load::Repo;
 use crate::model::{LayerId, Model, ObjectIdx, ObjectKey, Rendered, is_namespaced};
-use crate::parse::{NodeId, NodeKind, Value, YamlFile};
+use crate::parse::{NodeId, NodeKind, ScalarStyle, VALUE_NODE_BUDGET, Value, YamlFile, is_null};
 
 /// The built-in catalogue.
 pub const BUILTIN: &str = include_str!("../../rules/disposable.yaml");
@@ -587,8 +588,13 @@ pub struct Analysis<'m, 'r> {
     pub model: &'m Model<'r>,
     pub catalogue: Catalogue,
     reasons: HashMap<ObjectIdx, Option<String>>,
-    scalars: HashMap<ObjectIdx, HashSet<String>>,
-    clusters: HashMap<usize, Rc<Cluster>>,
+    /// The scalars of the objects asked about since the cluster last changed: kept with the
+    /// cluster's index and dropped with it, so that memory holds one cluster's references.
+    scalars: HashMap<ObjectIdx, Scalars<'m>>,
+    /// The index of the cluster asked about last (layers come cluster by cluster).
+    cluster: Option<(usize, Rc<Cluster<'m>>)>,
+    /// The live layers of each cluster, in layer order.
+    live_by_cluster: OnceCell<Vec<Vec<LayerId>>>,
     /// Kind name → the API groups it is used with (built-in kinds, the catalogue's, the model's).
     groups_of_kind: OnceCell<HashMap<String, BTreeSet<String>>>,
 }
@@ -614,11 +620,15 @@ const BUILTIN_KINDS: &[(&str, &str)] = &[
     ("rbac.authorization.k8s.io", "RoleBinding"),
 ];
 
+/// Every scalar value of an object outside its own `metadata`, borrowed from its file's text
+/// (owned only when merge keys or repeated keys make the data differ from the tree).
+type Scalars<'m> = HashSet<Cow<'m, str>>;
+
 /// What the live layers of one cluster apply, and who names what.
-struct Cluster {
+struct Cluster<'m> {
     entries: Vec<Entry>,
     /// Scalar value → the entries (indices into `entries`) whose objects hold it.
-    mentions: HashMap<String, Vec<usize>>,
+    mentions: HashMap<Cow<'m, str>, Vec<usize>>,
 }
 
 fn ns_of(r: &Rendered) -> &str {
@@ -643,7 +653,8 @@ impl<'m, 'r> Analysis<'m, 'r> {
             catalogue,
             reasons: HashMap::default(),
             scalars: HashMap::default(),
-            clusters: HashMap::default(),
+            cluster: None,
+            live_by_cluster: OnceCell::new(),
             groups_of_kind: OnceCell::new(),
         }
     }
@@ -698,21 +709,11 @@ impl<'m, 'r> Analysis<'m, 'r> {
     }
 
     /// Every scalar value of an object outside its own `metadata`: the names it may refer to.
-    fn scalars(&mut self, idx: ObjectIdx) -> &HashSet<String> {
+    fn scalars(&mut self, idx: ObjectIdx) -> &Scalars<'m> {
         let model = self.model;
-        self.scalars.entry(idx).or_insert_with(|| {
-            let obj = model.object(idx);
-            let yaml = &model.repo.file(obj.file).yaml;
-            let mut out = HashSet::default();
-            if let Ok(Value::Map(entries)) = yaml.value(obj.root) {
-                for (k, v) in &entries {
-                    if k.as_str() != Some("metadata") {
-                        collect_scalars(v, &mut out);
-                    }
-                }
-            }
-            out
-        })
+        self.scalars
+            .entry(idx)
+            .or_insert_with(|| object_scalars(model, idx))
     }
 
     /// Whether an object names `name` anywhere outside its own metadata.
@@ -740,17 +741,30 @@ impl<'m, 'r> Analysis<'m, 'r> {
         self.scalars(from.object).contains(name)
     }
 
-    fn cluster(&mut self, cluster: usize) -> Rc<Cluster> {
-        if let Some(c) = self.clusters.get(&cluster) {
-            return c.clone();
+    /// The index of a cluster. Building the next one drops the last one's, and the scalars
+    /// cached with it.
+    fn cluster(&mut self, cluster: usize) -> Rc<Cluster<'m>> {
+        if let Some((c, index)) = &self.cluster
+            && *c == cluster
+        {
+            return index.clone();
         }
+        self.cluster = None;
+        self.scalars.clear();
         let model = self.model;
-        let mut entries = Vec::new();
-        for (layer, l) in model.live_layers() {
-            if l.cluster != cluster {
-                continue;
+        let by_cluster = self.live_by_cluster.get_or_init(|| {
+            let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
+            for (layer, l) in model.live_layers() {
+                if by_cluster.len() <= l.cluster {
+                    by_cluster.resize_with(l.cluster + 1, Vec::new);
+                }
+                by_cluster[l.cluster].push(layer);
             }
-            for (variant, v) in l.variants.iter().enumerate() {
+            by_cluster
+        });
+        let mut entries = Vec::new();
+        for &layer in by_cluster.get(cluster).map_or(&[][..], Vec::as_slice) {
+            for (variant, v) in model.layers[layer].variants.iter().enumerate() {
                 for inv in 0..v.inventory.len() {
                     entries.push(Entry {
                         object: v.inventory[inv].object,
@@ -761,15 +775,15 @@ impl<'m, 'r> Analysis<'m, 'r> {
                 }
             }
         }
-        let mut mentions: HashMap<String, Vec<usize>> = HashMap::default();
+        let mut mentions: HashMap<Cow<'m, str>, Vec<usize>> = HashMap::default();
         for (i, e) in entries.iter().enumerate() {
             for s in self.scalars(e.object) {
                 mentions.entry(s.clone()).or_default().push(i);
             }
         }
-        let c = Rc::new(Cluster { entries, mentions });
-        self.clusters.insert(cluster, c.clone());
-        c
+        let index = Rc::new(Cluster { entries, mentions });
+        self.cluster = Some((cluster, index.clone()));
+        index
     }
 
     fn rendered(&self, e: &Entry) -> &'m Rendered {
@@ -1439,6 +1453,125 @@ fn collect_scalars(v: &Value, out: &mut HashSet<String>) {
         Value::Map(entries) => entries.iter().for_each(|(_, v)| collect_scalars(v, out)),
         Value::Null => {}
     }
+}
+
+/// Every scalar value of an object outside its own `metadata` (what [`collect_scalars`] finds
+/// in the object's data), borrowed from the file's text: converting every object of a fleet to
+/// data to copy its strings out was FM002's largest cost in time and memory.
+fn object_scalars<'m>(model: &'m Model, idx: ObjectIdx) -> Scalars<'m> {
+    let obj = model.object(idx);
+    let yaml = &model.repo.file(obj.file).yaml;
+    let mut out = HashSet::default();
+    let mut budget = VALUE_NODE_BUDGET;
+    match borrowed_scalars(yaml, obj.root, Top::Object, &mut budget, &mut out) {
+        Ok(()) => out,
+        // The data is not converted past the budget: nothing is named.
+        Err(Walk::Budget) => HashSet::default(),
+        // Merge keys or repeated keys: read the data as conversion builds it.
+        Err(Walk::Data) => {
+            let mut owned = HashSet::default();
+            if let Ok(Value::Map(entries)) = yaml.value(obj.root) {
+                for (k, v) in &entries {
+                    if k.as_str() != Some("metadata") {
+                        collect_scalars(v, &mut owned);
+                    }
+                }
+            }
+            owned.into_iter().map(Cow::Owned).collect()
+        }
+    }
+}
+
+/// Where [`borrowed_scalars`] is in an object.
+#[derive(Clone, Copy, PartialEq)]
+enum Top {
+    /// The object's root: its `metadata` is left out.
+    Object,
+    /// Inside a value whose scalars are collected.
+    Collect,
+    /// Inside `metadata`: only counted against the budget.
+    Skip,
+}
+
+/// Why [`borrowed_scalars`] stopped.
+enum Walk {
+    /// Over [`VALUE_NODE_BUDGET`] nodes, where [`YamlFile::value`] refuses the conversion.
+    Budget,
+    /// A mapping whose data is not its entries as written (a merge key, a key that repeats or
+    /// may repeat as data: null, an alias, a collection): the tree is not the data.
+    Data,
+}
+
+/// The scalars of node `id` as [`YamlFile::value`] converts it (nulls left out, aliases
+/// followed, every node visited counted against `budget` the same way), borrowed from the text.
+fn borrowed_scalars<'y>(
+    yaml: &'y YamlFile,
+    id: NodeId,
+    top: Top,
+    budget: &mut usize,
+    out: &mut Scalars<'y>,
+) -> Result<(), Walk> {
+    *budget = budget.checked_sub(1).ok_or(Walk::Budget)?;
+    match yaml.node(id).kind {
+        NodeKind::Scalar { style, tag, .. } => {
+            let text = yaml.scalar_text(id);
+            let null = style == ScalarStyle::Plain
+                && tag != Some("tag:yaml.org,2002:str")
+                && is_null(text);
+            if top == Top::Collect && !null {
+                out.insert(Cow::Borrowed(text));
+            }
+        }
+        NodeKind::Alias { target: Some(t) } => borrowed_scalars(yaml, t, top, budget, out)?,
+        NodeKind::Alias { target: None } => {}
+        NodeKind::Sequence { items, .. } => {
+            // An object whose root is a sequence names nothing (it is no mapping).
+            let inner = if top == Top::Collect {
+                Top::Collect
+            } else {
+                Top::Skip
+            };
+            for &item in items {
+                borrowed_scalars(yaml, item, inner, budget, out)?;
+            }
+        }
+        NodeKind::Mapping { entries, .. } => {
+            if !plain_keys(yaml, entries) {
+                return Err(Walk::Data);
+            }
+            for &(k, v) in entries {
+                let inner = match top {
+                    Top::Object if yaml.scalar_text(k) == "metadata" => Top::Skip,
+                    Top::Skip => Top::Skip,
+                    _ => Top::Collect,
+                };
+                borrowed_scalars(yaml, k, Top::Skip, budget, out)?;
+                borrowed_scalars(yaml, v, inner, budget, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a mapping's data is its entries as written: every key a scalar (no alias, no
+/// collection), none null or the merge key `<<`, no two alike.
+fn plain_keys(yaml: &YamlFile, entries: &[(NodeId, NodeId)]) -> bool {
+    let mut keys: Vec<&str> = Vec::with_capacity(entries.len());
+    for &(k, _) in entries {
+        let NodeKind::Scalar { style, .. } = yaml.node(k).kind else {
+            return false;
+        };
+        let text = yaml.scalar_text(k);
+        if text == "<<" || (style == ScalarStyle::Plain && is_null(text)) {
+            return false;
+        }
+        keys.push(text);
+    }
+    if keys.len() <= 16 {
+        return (1..keys.len()).all(|i| !keys[..i].contains(&keys[i]));
+    }
+    let mut seen = HashSet::default();
+    keys.iter().all(|k| seen.insert(*k))
 }
 
 #[cfg(test)]

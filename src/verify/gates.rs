@@ -19,6 +19,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use rayon::prelude::*;
+
 use crate::changes;
 use crate::edit::Changeset;
 use crate::load::Repo;
@@ -218,12 +220,21 @@ pub fn plan_with(
     if mode == VerifyMode::Off {
         return unverified(repo, findings);
     }
-    // YAML gate, each fix alone; then the rest of a move begun by a first phase.
-    for f in &mut findings {
-        let Some(fix) = &f.fix else { continue };
-        if let Err(e) = yaml::check_changes(repo, &fix.changes) {
-            drop_fix(f, &format!("YAML gate: {e}"));
-        } else if let Some(reason) = next_phase_fails(repo, model, options, f, tool) {
+    // YAML gate, each fix alone; then the rest of a move begun by a first phase. Each verdict
+    // depends on its own fix alone, and a move re-models the whole repository per phase (in a
+    // fleet, a move per cluster): they run in parallel.
+    let refused: Vec<Option<String>> = findings
+        .par_iter()
+        .map(|f| {
+            let fix = f.fix.as_ref()?;
+            match yaml::check_changes(repo, &fix.changes) {
+                Err(e) => Some(format!("YAML gate: {e}")),
+                Ok(()) => next_phase_fails(repo, model, options, f, tool),
+            }
+        })
+        .collect();
+    for (f, reason) in findings.iter_mut().zip(refused) {
+        if let Some(reason) = reason {
             drop_fix(f, &reason);
         }
     }
