@@ -13,7 +13,8 @@ use crate::model::{
 use crate::parse::{NodeId, Value};
 use crate::rules::disposable::Analysis;
 use crate::rules::layer_split::{
-    bringing_entry, generated_cover, prefix, relative_below, remove_items, resources_list,
+    bringing_entry, first_free, generated_cover, prefix, relative_below, remove_items,
+    resources_list,
 };
 
 use super::carry::{Carried, carry};
@@ -136,19 +137,7 @@ impl Ctx<'_, '_, '_> {
                 }
             }
         }
-        let root = (1..)
-            .map(|i| {
-                if i == 1 {
-                    format!("{base}-runners")
-                } else {
-                    format!("{base}-runners-{i}")
-                }
-            })
-            .find(|d| {
-                !model.repo.is_dir(d) && !model.repo.is_file(d) && !self.planned_dirs.contains(d)
-            })
-            .expect("an unbounded sequence has a free name");
-        self.planned_dirs.push(root.clone());
+        let root = self.free_dir(&format!("{base}-runners"));
         let target = format!("{root}/{rel}");
         if let Some(by) = generated_cover(model, &target) {
             return Err(format!(
@@ -169,17 +158,23 @@ impl Ctx<'_, '_, '_> {
         Ok(target)
     }
 
-    /// A free folder name: `base`, `base-2`, …
-    fn free_folder(&mut self, base: &str) -> Result<String, String> {
+    /// A directory path no file, directory or earlier part of the plan uses (`base`, `base-2`,
+    /// …), taken for this plan.
+    fn free_dir(&mut self, base: &str) -> String {
         let model = self.model;
-        let folder = std::iter::once(base.to_string())
-            .chain((2..).map(|i| format!("{base}-{i}")))
-            .find(|d| {
-                !model.repo.is_dir(d) && !model.repo.is_file(d) && !self.planned_dirs.contains(d)
-            })
-            .expect("an unbounded sequence has a free name");
-        self.planned_dirs.push(folder.clone());
-        if let Some(by) = generated_cover(model, &folder) {
+        let dir = first_free(base, |d| {
+            model.repo.is_dir(d)
+                || model.repo.is_file(d)
+                || self.planned_dirs.iter().any(|p| p == d)
+        });
+        self.planned_dirs.push(dir.clone());
+        dir
+    }
+
+    /// A free folder name ([`Self::free_dir`]) that no generated kustomization picks up.
+    fn free_folder(&mut self, base: &str) -> Result<String, String> {
+        let folder = self.free_dir(base);
+        if let Some(by) = generated_cover(self.model, &folder) {
             return Err(format!(
                 "a new folder {folder} would also be picked up by the generated kustomization of {by}"
             ));
