@@ -811,20 +811,7 @@ fn new_layer_document(
         "# Split out by fluxmend FM001: the FluxInstance must not be health-gated by {}.",
         layer.id.name
     );
-    let metadata = yaml.lookup(root, &["metadata"]);
-    let mut head = |s: &str| {
-        if s == "spec:" {
-            for key in ["labels", "annotations"] {
-                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
-                    let start = yaml.node(k).span.start;
-                    let column = " ".repeat(start - yaml.line_start(start));
-                    copy_entry_nodes(yaml, k, v, &column, &mut |t: &str| line(t));
-                }
-            }
-        }
-        line(s);
-    };
-    layer_document_head(yaml, root, name, &why, &mut head);
+    layer_document_head(yaml, root, name, &why, &mut line);
     let depends_on = |line: &mut dyn FnMut(&str)| {
         line(&format!("{indent}dependsOn:"));
         line(&format!(

@@ -455,8 +455,9 @@ pub(super) fn register(
 }
 
 /// The head of a new Flux Kustomization written beside the one at `root`: its `apiVersion`,
-/// `kind`, `metadata` (the new name, and the old namespace when it was written) and `spec:` with
-/// a comment line saying why the layer exists — in the old document's indentation.
+/// `kind`, `metadata` (the new name, the old namespace when it was written, and the old layer
+/// object's own `labels` and `annotations` copied verbatim) and `spec:` with a comment line
+/// saying why the layer exists — in the old document's indentation.
 pub(super) fn layer_document_head(
     yaml: &YamlFile,
     root: NodeId,
@@ -478,6 +479,15 @@ pub(super) fn layer_document_head(
         .and_then(|n| yaml.scalar(n))
     {
         line(&format!("{indent}namespace: {}", edit::scalar_text(ns)));
+    }
+    // Copied lines keep their own indentation, so the first gets its key's column.
+    let metadata = yaml.lookup(root, &["metadata"]);
+    for key in ["labels", "annotations"] {
+        if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
+            let start = yaml.node(k).span.start;
+            let column = " ".repeat(start - yaml.line_start(start));
+            copy_entry_nodes(yaml, k, v, &column, line);
+        }
     }
     line("spec:");
     line(&format!("{indent}{why}"));

@@ -125,24 +125,7 @@ pub(super) fn new_layer_document(
         "# Split out by fluxmend FM002: the disposable workloads of {} report their health here and gate nothing.",
         layer.id.name
     );
-    // The head, with the old layer object's own labels and annotations before its `spec:`.
-    // Copied lines keep their own indentation, so the first one gets its key's column (the
-    // new `name:` is written at the spec's).
-    let metadata = yaml.lookup(root, &["metadata"]);
-    let mut head = |s: &str| {
-        if s == "spec:" {
-            for key in ["labels", "annotations"] {
-                if let Some((k, v)) = metadata.and_then(|m| yaml.entry(m, key)) {
-                    let start = yaml.node(k).span.start;
-                    let column = " ".repeat(start - yaml.line_start(start));
-                    let mut l = |t: &str| line(t);
-                    copy_entry_nodes(yaml, k, v, &column, &mut l);
-                }
-            }
-        }
-        line(s);
-    };
-    layer_document_head(yaml, root, name, &why, &mut head);
+    layer_document_head(yaml, root, name, &why, &mut line);
     let depends_on = |line: &mut dyn FnMut(&str)| match depends {
         DependsOn::OldLayer => {
             line(&format!("{indent}dependsOn:"));
