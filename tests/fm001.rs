@@ -46,6 +46,19 @@ fn written_result_equals_after_tree_and_converges() {
     }
 }
 
+/// The FM001 findings of `fix --format json` on `root`, each with its fix or why it has none.
+fn fm001_fix_findings(root: &Path) -> serde_json::Value {
+    let run = fluxmend([
+        "fix",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+        "--rule",
+        "FM001",
+    ]);
+    run.json()["findings"].clone()
+}
+
 /// Render every live layer directory with kubectl (or read it, where Flux generates the
 /// kustomization) and collect the objects, Flux Kustomizations excepted.
 fn rendered_objects(root: &Path) -> BTreeMap<String, usize> {
@@ -433,21 +446,9 @@ fn components_on_the_old_layer_are_refused_with_the_reason() {
         "infrastructure/components/tls/kustomization.yaml",
         "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  platform.example.net/tls: strict\n",
     );
-    let fixed = |root: &Path| {
-        let report = fluxmend([
-            "fix",
-            root.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rule",
-            "FM001",
-        ])
-        .json();
-        report["findings"][0].clone()
-    };
-    let before = fixed(&fixture("fm001-prune-off", "before"));
+    let before = fm001_fix_findings(&fixture("fm001-prune-off", "before"))[0].clone();
     assert!(before["fix"].is_object(), "{before}");
-    let with_components = fixed(repo.path());
+    let with_components = fm001_fix_findings(repo.path())[0].clone();
     assert!(with_components["fix"].is_null(), "{with_components}");
     let reason = with_components["no_fix_reason"]
         .as_str()
@@ -631,19 +632,7 @@ fn an_ignored_health_checks_list_is_kept_and_extended() {
 /// is offered.
 #[test]
 fn a_folder_another_cluster_builds_is_not_edited() {
-    let fix = |root: &Path| {
-        fluxmend([
-            "fix",
-            root.to_str().unwrap(),
-            "--format",
-            "json",
-            "--rule",
-            "FM001",
-        ])
-        .json()["findings"]
-            .clone()
-    };
-    let alone = fix(&fixture("fm001-outside-path", "before"));
+    let alone = fm001_fix_findings(&fixture("fm001-outside-path", "before"));
     assert!(alone[0]["fix"].is_object(), "{alone}");
     let repo = TempRepo::copy_of(&fixture("fm001-outside-path", "before"));
     let eu_to_us = |rel: &str| repo.read(rel).replace("prod-eu", "prod-us");
@@ -657,7 +646,7 @@ fn a_folder_another_cluster_builds_is_not_edited() {
         )
         .write("clusters/prod-us/infrastructure-controllers.yaml", layer)
         .write("infrastructure/prod-us/kustomization.yaml", overlay);
-    let shared = fix(repo.path());
+    let shared = fm001_fix_findings(repo.path());
     assert_eq!(shared.as_array().map(Vec::len), Some(2), "{shared}");
     for finding in shared.as_array().unwrap() {
         assert!(finding["fix"].is_null(), "{finding}");
