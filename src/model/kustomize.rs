@@ -440,30 +440,20 @@ impl Model<'_> {
             return Vec::new();
         };
         let source = self.repo.file(obj.file);
-        let yaml = &source.yaml;
-        yaml.lookup(obj.root, &["spec", "patches"])
-            .map_or(&[][..], |l| yaml.items(l))
+        layer
+            .spec
+            .patches
             .iter()
-            .map(|&item| PatchOnTheWay {
+            .map(|p| PatchOnTheWay {
                 file: source.path.clone(),
-                target: yaml
-                    .lookup(item, &["target"])
-                    .and_then(|t| yaml.value(t).ok()),
-                body: yaml
-                    .lookup(item, &["patch"])
-                    .and_then(|n| yaml.scalar(n))
-                    .unwrap_or_default()
-                    .to_string(),
+                target: p.target.clone(),
+                body: p.body.clone(),
                 entry: (
                     source.path.clone(),
-                    yaml.line_of(yaml.node(item).span.start),
+                    source.yaml.line_of(source.yaml.node(p.item).span.start),
                 ),
                 field: "patches",
-                allow_name_change: yaml
-                    .lookup(item, &["options", "allowNameChange"])
-                    .and_then(|n| yaml.value(n).ok())
-                    .and_then(|v| v.as_bool())
-                    == Some(true),
+                allow_name_change: p.allow_name_change,
             })
             .collect()
     }

@@ -14,8 +14,8 @@ mod required;
 mod transformers;
 
 pub use flux::{
-    FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef,
-    Variant,
+    APPLY_CONTEXT, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck, Layer,
+    LayerId, LayerRef, SourceRef, SpecPatch, Variant,
 };
 pub use instance::{
     DISTRIBUTION, GeneratedObject, InstanceObjects, InstancePatch, component_of,

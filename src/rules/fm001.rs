@@ -856,7 +856,7 @@ fn uncarried_settings(model: &Model, layer: &Layer) -> Result<(), String> {
     let file = model.repo.file(obj.file);
     let yaml = &file.yaml;
     let at = |n: NodeId| format!("{}:{}", file.path, yaml.line_of(yaml.node(n).span.start));
-    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"])
+    if let Some(list) = layer.spec.components_list
         && !yaml.items(list).is_empty()
     {
         return Err(format!(
@@ -865,15 +865,10 @@ fn uncarried_settings(model: &Model, layer: &Layer) -> Result<(), String> {
             layer.id
         ));
     }
-    if let Some(&item) = yaml
-        .lookup(obj.root, &["spec", "patches"])
-        .iter()
-        .flat_map(|&list| yaml.items(list))
-        .find(|&&i| yaml.lookup(i, &["target"]).is_none())
-    {
+    if let Some(p) = layer.spec.patches.iter().find(|p| p.target.is_none()) {
         return Err(format!(
             "{}: a spec.patches entry without a target would fail in the new layer, which holds only the instance",
-            at(item)
+            at(p.item)
         ));
     }
     Ok(())

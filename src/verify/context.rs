@@ -7,57 +7,19 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::model::{Layer, Model};
+use crate::model::Model;
 use crate::parse::Value;
 
-/// The spec fields of a Flux Kustomization that decide how its objects are applied (`wait`,
-/// `healthChecks`, `dependsOn`, `path`, timing and the name are the layer's own business, which
-/// a fix may change).
-pub const APPLY_CONTEXT: &[&str] = &[
-    "kubeConfig",
-    "serviceAccountName",
-    "postBuild",
-    "decryption",
-    "prune",
-    "force",
-    "deletionPolicy",
-    "suspend",
-    "healthCheckExprs",
-];
-
-/// One layer's values of [`APPLY_CONTEXT`], normalised (an absent boolean is `false`, an absent
-/// `deletionPolicy` is `MirrorPrune`, as Flux defaults them).
+/// One layer's values of [`crate::model::APPLY_CONTEXT`], normalised as Flux defaults them
+/// ([`crate::model::FluxSpec::apply_context`]).
 type Context = Vec<(&'static str, Value)>;
-
-fn context(model: &Model, layer: &Layer) -> Context {
-    let spec = layer.object.and_then(|o| {
-        let obj = model.object(o);
-        let yaml = &model.repo.file(obj.file).yaml;
-        yaml.lookup(obj.root, &["spec"])
-            .and_then(|s| yaml.value(s).ok())
-    });
-    APPLY_CONTEXT
-        .iter()
-        .map(|&field| {
-            let value = spec.as_ref().and_then(|s| s.get(field)).cloned();
-            let value = match (field, value) {
-                // The root layer a FluxInstance creates prunes.
-                ("prune", None) if layer.object.is_none() => Value::Str("true".into(), false),
-                ("prune" | "force" | "suspend", None) => Value::Str("false".into(), false),
-                ("deletionPolicy", None) => Value::Str("MirrorPrune".into(), false),
-                (_, v) => v.unwrap_or(Value::Null),
-            };
-            (field, value)
-        })
-        .collect()
-}
 
 /// Per (cluster, object), every context it is applied in, with a layer that applies it so.
 /// A layer's context is built once and shared by its objects.
 fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> {
     let mut out: BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> = BTreeMap::new();
     for (_, layer) in model.live_layers() {
-        let ctx = Rc::new(context(model, layer));
+        let ctx = Rc::new(layer.spec.apply_context.clone());
         for (_, r) in layer.inventory() {
             out.entry((layer.cluster, r.key.to_string()))
                 .or_default()

@@ -5,6 +5,8 @@ use crate::model::kustomize::Rendered;
 use crate::model::{ObjectIdx, ObjectKey};
 use crate::parse::NodeId;
 
+use super::spec::FluxSpec;
+
 /// Index of a layer in [`crate::model::Model::layers`].
 pub type LayerId = usize;
 
@@ -108,6 +110,8 @@ pub struct Layer {
     /// Applies to another cluster: its `spec.kubeConfig` (or a parent's) names one. Its objects
     /// live there, so they never lock this cluster's delivery.
     pub remote: bool,
+    /// What the spec layers on the build and how it applies it.
+    pub spec: FluxSpec,
 }
 
 impl Layer {

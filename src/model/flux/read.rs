@@ -8,6 +8,7 @@ use crate::parse::{NodeId, YamlFile};
 
 use super::layer::{FLUX_KUSTOMIZE_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef};
 use super::operator::Sync;
+use super::spec::FluxSpec;
 
 pub(super) fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
     model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization") && !model.in_patch_file(idx)
@@ -87,6 +88,7 @@ pub(super) fn layer_from_object(
         prune: bool_at("prune").unwrap_or(false),
         post_build: at(&["postBuild"]).is_some(),
         remote: at(&["kubeConfig"]).is_some(),
+        spec: FluxSpec::read(yaml, spec),
     }
 }
 
@@ -123,6 +125,7 @@ pub(super) fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
         prune: true,
         post_build: false,
         remote: false,
+        spec: FluxSpec::of_instance_sync(),
     }
 }
 

@@ -87,23 +87,9 @@ impl Model<'_> {
     /// `kustomize/kustomize_generator.go`); with `ignoreMissingComponents` a missing one is
     /// left out, otherwise it fails the build.
     pub fn flux_components(&self, layer: &Layer, dir: &str) -> Result<Vec<ResourceRef>, String> {
-        let Some(obj) = layer.object.map(|o| self.object(o)) else {
-            return Ok(Vec::new());
-        };
-        let yaml = &self.repo.file(obj.file).yaml;
-        let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) else {
-            return Ok(Vec::new());
-        };
-        let ignore_missing = yaml
-            .lookup(obj.root, &["spec", "ignoreMissingComponents"])
-            .and_then(|n| yaml.value(n).ok())
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
+        let ignore_missing = layer.spec.ignore_missing_components;
         let mut out = Vec::new();
-        for &item in yaml.items(list) {
-            let Some(text) = yaml.scalar(item) else {
-                continue;
-            };
+        for (text, item) in &layer.spec.components {
             let target = match join(dir, text) {
                 Some(p) if self.repo.is_dir(&p) => RefTarget::Dir(p),
                 Some(_) if ignore_missing => continue,
@@ -113,8 +99,8 @@ impl Model<'_> {
                 _ => return Err(format!("component `{text}` does not exist")),
             };
             out.push(ResourceRef {
-                text: text.to_string(),
-                item,
+                text: text.clone(),
+                item: *item,
                 target,
             });
         }
@@ -211,27 +197,16 @@ pub(super) fn flux_overlays(
     layer: &Layer,
     inventory: &mut [Rendered],
 ) -> Result<(), String> {
-    let Some(obj) = layer.object.map(|o| model.object(o)) else {
-        return Ok(());
-    };
-    let yaml = &model.repo.file(obj.file).yaml;
-    let scalar = |k: &str| {
-        yaml.lookup(obj.root, &["spec", k])
-            .and_then(|n| yaml.scalar(n))
-            .map(str::to_string)
-    };
     // Its spec.patches join the kustomization's patches (fluxcd/pkg kustomize_generator.go):
     // those that rename act before targetNamespace and the name prefixes.
     let patches = model.layer_patches(layer);
     apply_renames(model, &patches.iter().collect::<Vec<_>>(), inventory);
     // As the layer holds it: a transformer of its parent's build may have set it.
     let target_namespace = layer.target_namespace.clone();
-    let prefix = scalar("namePrefix").unwrap_or_default();
-    let suffix = scalar("nameSuffix").unwrap_or_default();
     let t = Transform {
         namespace: target_namespace.map(Name::from),
-        prefix: &prefix,
-        suffix: &suffix,
+        prefix: &layer.spec.name_prefix,
+        suffix: &layer.spec.name_suffix,
     };
     inventory.iter_mut().for_each(|o| t.apply(o));
     check_unique(inventory, model)

@@ -20,24 +20,15 @@ pub(super) fn flux_overlays(model: &Model, layer: &Layer) -> Result<FluxOverlays
     let obj = model.object(layer.object.expect("checked"));
     let file = model.repo.file(obj.file);
     let yaml = &file.yaml;
-    let scalar = |k: &str| {
-        yaml.lookup(obj.root, &["spec", k])
-            .and_then(|n| yaml.scalar(n))
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    if let Some(list) = yaml.lookup(obj.root, &["spec", "patches"]) {
-        for &item in yaml.items(list) {
-            if yaml.lookup(item, &["target"]).is_none() {
-                return Err(format!(
-                    "{}:{}: a spec.patches entry without a target would fail in the layer that no longer holds its object",
-                    file.path,
-                    yaml.line_of(yaml.node(item).span.start)
-                ));
-            }
-        }
+    let spec = &layer.spec;
+    if let Some(p) = spec.patches.iter().find(|p| p.target.is_none()) {
+        return Err(format!(
+            "{}:{}: a spec.patches entry without a target would fail in the layer that no longer holds its object",
+            file.path,
+            yaml.line_of(yaml.node(p.item).span.start)
+        ));
     }
-    if let Some(list) = yaml.lookup(obj.root, &["spec", "components"]) {
+    if let Some(list) = spec.components_list {
         let dir = layer.variants.first().map_or("", |v| v.dir.as_str());
         for &item in yaml.items(list) {
             let text = yaml.scalar(item).unwrap_or_default();
@@ -55,7 +46,10 @@ pub(super) fn flux_overlays(model: &Model, layer: &Layer) -> Result<FluxOverlays
         }
     }
     Ok(FluxOverlays {
-        prefix_or_suffix: scalar("namePrefix").is_some() || scalar("nameSuffix").is_some(),
-        target_namespace: scalar("targetNamespace"),
+        prefix_or_suffix: !spec.name_prefix.is_empty() || !spec.name_suffix.is_empty(),
+        target_namespace: spec
+            .written_target_namespace
+            .clone()
+            .filter(|ns| !ns.is_empty()),
     })
 }
