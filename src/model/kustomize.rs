@@ -640,7 +640,7 @@ impl Transform<'_> {
     pub fn apply(&self, rendered: &mut Rendered) {
         let key = &mut rendered.key;
         if let Some(ns) = &self.namespace {
-            if key.kind == "Namespace" && key.api_version == "v1" {
+            if key.is_namespace() {
                 key.name = ns.clone();
             } else if is_namespaced(&key.api_version, &key.kind) {
                 key.namespace = Some(ns.clone());

@@ -121,6 +121,31 @@ impl ObjectKey {
     pub fn group(&self) -> &str {
         self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
     }
+
+    pub fn is(&self, group: &str, kind: &str) -> bool {
+        self.kind == kind && self.group() == group
+    }
+
+    /// A core `v1` Namespace: what kustomize's namespace transformer renames and what holds
+    /// the namespaced objects a move may leave behind.
+    pub fn is_namespace(&self) -> bool {
+        self.kind == "Namespace" && self.api_version == "v1"
+    }
+
+    /// A CustomResourceDefinition: the objects of its kind need it first.
+    pub fn is_crd(&self) -> bool {
+        self.is("apiextensions.k8s.io", "CustomResourceDefinition")
+    }
+
+    /// A Flux HelmRelease.
+    pub fn is_helm_release(&self) -> bool {
+        self.is("helm.toolkit.fluxcd.io", "HelmRelease")
+    }
+
+    /// A Flux Kustomization (not kustomize's `Kustomization` file kind).
+    pub fn is_flux_kustomization(&self) -> bool {
+        self.is("kustomize.toolkit.fluxcd.io", "Kustomization")
+    }
 }
 
 impl std::fmt::Display for ObjectKey {
@@ -149,7 +174,7 @@ pub struct Object {
 
 impl Object {
     pub fn is(&self, group: &str, kind: &str) -> bool {
-        self.key.kind == kind && self.key.group() == group
+        self.key.is(group, kind)
     }
 }
 

@@ -265,9 +265,7 @@ impl Catalogue {
     /// never are: what they hold would go with them.
     pub fn classify(&self, model: &Model, idx: ObjectIdx) -> Option<String> {
         let obj = model.object(idx);
-        if (obj.key.kind == "Namespace" && obj.key.api_version == "v1")
-            || obj.is("apiextensions.k8s.io", "CustomResourceDefinition")
-        {
+        if obj.key.is_namespace() || obj.key.is_crd() {
             return None;
         }
         let yaml = &model.repo.file(obj.file).yaml;
@@ -293,7 +291,7 @@ impl Catalogue {
         {
             return Some(format!("{} ({})", obj.key.kind, rule.reason));
         }
-        if obj.key.kind == "HelmRelease" && group == "helm.toolkit.fluxcd.io" {
+        if obj.key.is_helm_release() {
             return self.classify_release(model, idx);
         }
         let pod_spec: &[&str] = match (group, obj.key.kind.as_str()) {
@@ -932,8 +930,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
             }
         }
         for r in inventory {
-            if r.key.kind == "Namespace"
-                && r.key.api_version == "v1"
+            if r.key.is_namespace()
                 && self.holds_only_runners(layer.cluster, &r.key.name, |e| {
                     here(e) && b.moved.contains(&e.object)
                 })
@@ -1080,11 +1077,11 @@ impl<'m, 'r> Analysis<'m, 'r> {
             .filter(|r| from.contains(&r.object))
             .collect();
         for r in staying {
-            let needed = if r.key.kind == "Namespace" && r.key.api_version == "v1" {
+            let needed = if r.key.is_namespace() {
                 moved
                     .iter()
                     .any(|m| m.key.namespace.as_deref() == Some(r.key.name.as_str()))
-            } else if r.key.kind == "CustomResourceDefinition" {
+            } else if r.key.is_crd() {
                 let obj = model.object(r.object);
                 let yaml = &model.repo.file(obj.file).yaml;
                 let kind = yaml
@@ -1147,12 +1144,12 @@ impl<'m, 'r> Analysis<'m, 'r> {
         let mut out = Vec::new();
         for r in produced {
             let name = model.object(r.object).key.name.to_string();
-            let how = if r.key.kind == "Namespace" && r.key.api_version == "v1" {
+            let how = if r.key.is_namespace() {
                 using
                     .iter()
                     .any(|o| o.key.namespace.as_deref() == Some(r.key.name.as_str()))
                     .then_some("its objects live there")
-            } else if r.key.kind == "CustomResourceDefinition" {
+            } else if r.key.is_crd() {
                 let obj = model.object(r.object);
                 let yaml = &model.repo.file(obj.file).yaml;
                 let get = |k: &[&str]| yaml.lookup(obj.root, k).and_then(|n| yaml.scalar(n));
@@ -1164,7 +1161,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
             } else {
                 let mut names = vec![name.clone()];
                 names.extend(produced_secret(model, r));
-                let release = (r.key.kind == "HelmRelease").then(|| {
+                let release = r.key.is_helm_release().then(|| {
                     let obj = model.object(r.object);
                     let yaml = &model.repo.file(obj.file).yaml;
                     let own = yaml
@@ -1248,8 +1245,10 @@ impl<'m, 'r> Analysis<'m, 'r> {
         let obj = model.object(r.object);
         let yaml = &model.repo.file(obj.file).yaml;
         let get = |k: &[&str]| yaml.lookup(obj.root, k).and_then(|n| yaml.scalar(n));
-        let is_namespace = r.key.kind == "Namespace" && r.key.api_version == "v1";
-        let crd = (r.key.kind == "CustomResourceDefinition")
+        let is_namespace = r.key.is_namespace();
+        let crd = r
+            .key
+            .is_crd()
             .then(|| (get(&["spec", "group"]), get(&["spec", "names", "kind"])));
         if is_namespace || crd.is_some() {
             let c = self.cluster(cluster);

@@ -173,8 +173,7 @@ fn is_product(products: &[SourceRef], r: &Rendered) -> bool {
         r.key.name.as_str() == s.name
             && ns == s.namespace
             && ((r.key.group() == "source.toolkit.fluxcd.io" && r.key.kind.as_str() == s.kind)
-                || (r.key.group() == "kustomize.toolkit.fluxcd.io"
-                    && r.key.kind == "Kustomization"))
+                || r.key.is_flux_kustomization())
     })
 }
 

@@ -384,7 +384,7 @@ fn kustomize_finding(
             );
         }
     }
-    if rendered.iter().any(|r| r.key.kind == "HelmRelease") {
+    if rendered.iter().any(|r| r.key.is_helm_release()) {
         message.push_str(
             " (what a HelmRelease installs is not part of this build: patch it with the \
              HelmRelease's spec.postRenderers)",

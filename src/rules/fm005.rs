@@ -9,7 +9,9 @@ use std::sync::LazyLock;
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
 use crate::model::patch::{Labels, PatchBody, Selection, fields_overlap};
-use crate::model::{HealthCheck, Layer, LayerId, Model, ObjectKey, display_dir};
+use crate::model::{
+    FLUX_OPERATOR_GROUP, HealthCheck, Layer, LayerId, Model, ObjectKey, display_dir,
+};
 use crate::parse::Value;
 
 use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural, report_text};
@@ -190,8 +192,9 @@ fn place(
     let makers: Vec<String> = layer
         .inventory()
         .filter(|(_, r)| {
-            let kind = r.key.kind.as_str();
-            kind == "HelmRelease" || model.is_flux_instance(r.object) || kind == "ResourceSet"
+            r.key.is_helm_release()
+                || model.is_flux_instance(r.object)
+                || r.key.is(FLUX_OPERATOR_GROUP, "ResourceSet")
         })
         .map(|(_, r)| r.key.to_string())
         .collect::<BTreeSet<_>>()

@@ -30,8 +30,7 @@ pub(in crate::model) fn instance_spec(model: &Model, idx: ObjectIdx) -> Option<(
     let yaml = &model.repo.file(obj.file).yaml;
     let spec = if obj.is(FLUX_OPERATOR_GROUP, "FluxInstance") {
         yaml.lookup(obj.root, &["spec"])?
-    } else if obj.key.kind == "HelmRelease"
-        && model.helm_chart(idx).as_deref() == Some("flux-instance")
+    } else if obj.key.is_helm_release() && model.helm_chart(idx).as_deref() == Some("flux-instance")
     {
         yaml.lookup(obj.root, &["spec", "values", "instance"])?
     } else {
@@ -97,7 +96,7 @@ impl Model<'_> {
     pub fn is_flux_instance(&self, idx: ObjectIdx) -> bool {
         let obj = self.object(idx);
         obj.is(FLUX_OPERATOR_GROUP, "FluxInstance")
-            || (obj.key.kind == "HelmRelease"
+            || (obj.key.is_helm_release()
                 && self.helm_chart(idx).as_deref() == Some("flux-instance"))
     }
 

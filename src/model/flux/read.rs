@@ -6,12 +6,12 @@ use crate::load::parent_of;
 use crate::model::{Model, ObjectIdx, ObjectKey, Rendered};
 use crate::parse::{NodeId, YamlFile};
 
-use super::layer::{FLUX_KUSTOMIZE_GROUP, HealthCheck, Layer, LayerId, LayerRef, SourceRef};
+use super::layer::{HealthCheck, Layer, LayerId, LayerRef, SourceRef};
 use super::operator::Sync;
 use super::spec::FluxSpec;
 
 pub(super) fn is_flux_kustomization(model: &Model, idx: ObjectIdx) -> bool {
-    model.object(idx).is(FLUX_KUSTOMIZE_GROUP, "Kustomization") && !model.in_patch_file(idx)
+    model.object(idx).key.is_flux_kustomization() && !model.in_patch_file(idx)
 }
 
 /// A layer read from a Flux Kustomization object (before its paths are resolved).
