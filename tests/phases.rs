@@ -223,6 +223,88 @@ fn a_plan_whose_last_phase_fails_offers_no_phase_1() {
     );
 }
 
+/// Two clusters, each with fm001-inline's move; the second cluster builds its own copy of the
+/// controllers, with a kustomize patch of the instance that only a real kustomize sees, so only
+/// its move's last phase fails. The moves of a run are first checked together (one model per
+/// phase for the whole fleet); that fails here, so they are checked one at a time: the second
+/// cluster's phase 1 is refused with its reason, the first cluster's is still offered. Without
+/// the patch, both are offered.
+#[test]
+fn one_failing_move_refuses_only_its_own_phase_1() {
+    let repo = TempRepo::copy_of(&fixture(CASE, "before"));
+    let dir = repo.path();
+    let copy = |from: &str, to: &str, edit: &dyn Fn(String) -> String| {
+        for entry in std::fs::read_dir(dir.join(from)).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                repo.write(&format!("{to}/{name}"), edit(text));
+            }
+        }
+    };
+    let us = |text: String| {
+        text.replace("./clusters/prod-eu", "./clusters/prod-us")
+            .replace(
+                "./infrastructure/controllers",
+                "./infrastructure/controllers-us",
+            )
+    };
+    copy("clusters/prod-eu", "clusters/prod-us", &us);
+    copy(
+        "clusters/prod-eu/flux-system",
+        "clusters/prod-us/flux-system",
+        &us,
+    );
+    copy(
+        "infrastructure/controllers",
+        "infrastructure/controllers-us",
+        &|t| t,
+    );
+    // Both moves pass together: both are offered.
+    let both = fix(dir, &["--format", "json", "--verify", "kustomize"]).json();
+    let offered = both["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FM001" && f["fix"].is_object())
+        .count();
+    assert_eq!(offered, 2, "{both:#}");
+    repo.append(
+        "infrastructure/controllers-us/kustomization.yaml",
+        "patches:\n  - target:\n      kind: FluxInstance\n    patch: |\n      - op: add\n        path: /spec/cluster\n        value:\n          multitenant: true\n",
+    );
+    let json = fix(dir, &["--format", "json", "--verify", "kustomize"]).json();
+    let fm001: Vec<&serde_json::Value> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FM001")
+        .collect();
+    assert_eq!(fm001.len(), 2, "{json:#}");
+    let in_file = |needle: &str| {
+        *fm001
+            .iter()
+            .find(|f| f["file"].as_str().unwrap().contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {json:#}"))
+    };
+    let refused = in_file("controllers-us");
+    assert!(refused["fix"].is_null(), "{refused:#}");
+    let reason = refused["no_fix_reason"].as_str().unwrap();
+    for needle in [
+        "phase 1 of 2 is not offered",
+        "phase 2 of 2 would fail",
+        "kustomize gate",
+    ] {
+        assert!(reason.contains(needle), "{needle}: {reason}");
+    }
+    let offered = in_file("infrastructure/controllers/");
+    assert!(offered["fix"].is_object(), "{offered:#}");
+    let diff = json["diff"].as_str().unwrap();
+    assert!(diff.contains("infrastructure/controllers/"), "{diff}");
+    assert!(!diff.contains("controllers-us"), "{diff}");
+}
+
 /// What pre-commit does for one `git commit` with the `fluxmend-fix` hook as shipped: run its
 /// entry from the top level; the commit goes ahead only when the hook passes and changed
 /// nothing. Returns whether the commit was made.

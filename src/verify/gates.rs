@@ -3,7 +3,8 @@
 //!
 //! 0. **the whole move** ([`next_phase_fails`]): a first phase is offered only when the next
 //!    one, planned on the repository with it applied and deployed, passes every gate of this
-//!    mode (so a move never stops half-way).
+//!    mode (so a move never stops half-way); every move of the run together first
+//!    ([`super::moves`]), one at a time when that fails.
 //! 1. **YAML** ([`super::yaml`]): each fix alone, then the combination — every edited file means
 //!    exactly what its edits intend.
 //! 2. **builtin** ([`super::plan`]): re-model the changed repository; the same rendered objects
@@ -28,8 +29,8 @@ use crate::model::{Model, ModelOptions};
 use crate::rules::{self, Finding};
 
 use super::kustomize::{self, Tool};
-use super::yaml;
 use super::{Base, Plan};
+use super::{moves, yaml};
 
 /// Which gates `fix` runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -220,22 +221,44 @@ pub fn plan_with(
     if mode == VerifyMode::Off {
         return unverified(repo, findings);
     }
-    // YAML gate, each fix alone; then the rest of a move begun by a first phase. Each verdict
-    // depends on its own fix alone, and a move re-models the whole repository per phase (in a
-    // fleet, a move per cluster): they run in parallel.
+    // YAML gate, each fix alone.
     let refused: Vec<Option<String>> = findings
         .par_iter()
         .map(|f| {
             let fix = f.fix.as_ref()?;
-            match yaml::check_changes(repo, &fix.changes) {
-                Err(e) => Some(format!("YAML gate: {e}")),
-                Ok(()) => next_phase_fails(repo, model, options, f, tool),
-            }
+            yaml::check_changes(repo, &fix.changes)
+                .err()
+                .map(|e| format!("YAML gate: {e}"))
         })
         .collect();
     for (f, reason) in findings.iter_mut().zip(refused) {
         if let Some(reason) = reason {
             drop_fix(f, &reason);
+        }
+    }
+    // The rest of each move begun by a first phase: all moves together, as the next run will
+    // verify them; when that fails, one at a time (each verdict depends on its own move alone,
+    // so they run in parallel).
+    let firsts: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| {
+            f.fix
+                .as_ref()
+                .and_then(|x| x.phase.as_ref())
+                .is_some_and(|p| p.phase < p.phases)
+        })
+        .collect();
+    let together =
+        firsts.len() > 1 && moves::rest_passes_together(repo, model, options, &firsts, tool);
+    if !together {
+        let refused: Vec<Option<String>> = findings
+            .par_iter()
+            .map(|f| next_phase_fails(repo, model, options, f, tool))
+            .collect();
+        for (f, reason) in findings.iter_mut().zip(refused) {
+            if let Some(reason) = reason {
+                drop_fix(f, &reason);
+            }
         }
     }
     // Builtin gates (render, convergence, transition), combined then one by one.

@@ -31,6 +31,7 @@ use crate::rules::{self, Finding, Fix, Phase};
 pub mod context;
 pub mod gates;
 pub mod kustomize;
+mod moves;
 pub mod yaml;
 
 /// The verified result of `fix`: the findings (fixes kept or dropped) and the combined change.
