@@ -43,14 +43,12 @@ use sha2::{Digest as _, Sha256};
 use super::error::EmitError;
 use crate::changes::FileChange;
 use crate::platform::dirfd::{self, Dir, Kind, Meta};
+use crate::targets::{TargetError, check_targets, plain_relative};
 
 /// The journal's file name in the repository root.
 pub const JOURNAL: &str = ".fluxmend-journal";
 
 const HEADER: &str = "fluxmend-journal 2";
-
-/// The longest file name Linux file systems take, in bytes.
-const MAX_NAME_BYTES: usize = 255;
 
 /// The largest journal recovery reads: a bigger one is not fluxmend's.
 const MAX_JOURNAL: u64 = 16 << 20;
@@ -58,84 +56,6 @@ const MAX_JOURNAL: u64 = 16 << 20;
 /// The largest file whose content recovery reads to prove it (fixes touch YAML of at most
 /// 8 MiB): a bigger one is not what the journal recorded.
 const MAX_PROVED: u64 = 64 << 20;
-
-/// Check that `rel` is a plain relative path whose existing components below `root` are real
-/// directories (no symbolic link anywhere), and return the full path.
-pub fn safe_path(root: &Path, rel: &str) -> Result<PathBuf, EmitError> {
-    if !plain_relative(rel) {
-        return Err(EmitError::Unsafe(rel.into()));
-    }
-    if let Some(long) = rel.split('/').find(|c| c.len() > MAX_NAME_BYTES) {
-        return Err(EmitError::NameTooLong {
-            path: shorten(rel),
-            bytes: long.len(),
-        });
-    }
-    let mut at = root.to_path_buf();
-    let parts: Vec<&str> = rel.split('/').collect();
-    for (i, part) in parts.iter().enumerate() {
-        at.push(part);
-        match fs::symlink_metadata(&at) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(EmitError::Unsafe(rel.into()));
-            }
-            Ok(meta) if i + 1 < parts.len() && !meta.is_dir() => {
-                return Err(EmitError::Unsafe(rel.into()));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-            Err(e) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("reading {}", at.display()))
-                    .into());
-            }
-        }
-    }
-    Ok(root.join(rel))
-}
-
-/// `rel` is relative, without empty, `.` or `..` components or NUL.
-fn plain_relative(rel: &str) -> bool {
-    !rel.is_empty()
-        && !rel.starts_with('/')
-        && !rel
-            .split('/')
-            .any(|c| c == ".." || c == "." || c.is_empty() || c.contains('\0'))
-}
-
-/// A path for messages: at most 120 bytes of it.
-fn shorten(rel: &str) -> String {
-    if rel.len() <= 120 {
-        return rel.to_string();
-    }
-    let mut end = 100;
-    while !rel.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &rel[..end], rel.len())
-}
-
-/// Check, without writing, that every change can be written: its path is safe, a file it
-/// creates does not exist on disk (whatever the ignore rules hide from the loader), a file it
-/// edits or deletes is a regular file.
-pub fn check_targets(root: &Path, files: &[FileChange]) -> Result<(), EmitError> {
-    for f in files {
-        let target = safe_path(root, &f.path)?;
-        let meta = fs::symlink_metadata(&target);
-        match (&f.before, meta) {
-            (None, Ok(_)) => return Err(EmitError::Exists(f.path.clone())),
-            (None, Err(e)) if e.kind() == io::ErrorKind::NotFound => {}
-            (Some(_), Ok(m)) if m.is_file() => {}
-            (Some(_), Ok(_)) => return Err(EmitError::Unsafe(f.path.clone())),
-            (_, Err(e)) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("reading {}", target.display()))
-                    .into());
-            }
-        }
-    }
-    Ok(())
-}
 
 /// What a successful [`write`] made, so that it can be undone (a failed commit).
 #[derive(Debug, Default)]
@@ -393,8 +313,10 @@ impl Tree {
         let shown = self.show(rel);
         match self.dir(rel) {
             Ok(Some(d)) => Ok(d),
-            Ok(None) => Err(EmitError::Unsafe(rel.to_string())),
-            Err(e) if e.kind() == io::ErrorKind::Other => Err(EmitError::Unsafe(rel.to_string())),
+            Ok(None) => Err(EmitError::from(TargetError::Unsafe(rel.to_string()))),
+            Err(e) if e.kind() == io::ErrorKind::Other => {
+                Err(EmitError::from(TargetError::Unsafe(rel.to_string())))
+            }
             Err(e) => Err(anyhow::Error::new(e)
                 .context(format!("opening {shown}"))
                 .into()),
@@ -617,7 +539,7 @@ pub fn write(root: &Path, files: &[FileChange]) -> Result<Written, EmitError> {
         let now = tree.state(&f.path)?;
         match &f.before {
             None if now == State::Absent => {}
-            None => return Err(EmitError::Exists(f.path.clone())),
+            None => return Err(TargetError::Exists(f.path.clone()).into()),
             Some(text) if now.holds(&digest(text.as_bytes())) => {}
             Some(_) => return Err(EmitError::Changed(f.path.clone())),
         }
@@ -827,7 +749,7 @@ fn make_dirs(
         match tree.dir(&rel) {
             Ok(Some(_)) => continue,
             Ok(None) => {}
-            Err(_) => return Err(EmitError::Unsafe(rel)),
+            Err(_) => return Err(EmitError::from(TargetError::Unsafe(rel))),
         }
         let op = Op::Dir(rel.clone());
         journal.op(&op)?;
@@ -1425,7 +1347,7 @@ mod tests {
         ];
         let err = write(dir.path(), &files).unwrap_err();
         assert!(
-            matches!(err, EmitError::Exists(ref p) if p == "secret.yaml"),
+            matches!(err, EmitError::Target(TargetError::Exists(ref p)) if p == "secret.yaml"),
             "{err}"
         );
         assert_eq!(
@@ -1446,7 +1368,10 @@ mod tests {
         let long = format!("d/{}.yaml", "n".repeat(300));
         let err = write(dir.path(), &[change(&long, None, Some("x\n"))]).unwrap_err();
         assert!(
-            matches!(err, EmitError::NameTooLong { bytes: 305, .. }),
+            matches!(
+                err,
+                EmitError::Target(TargetError::NameTooLong { bytes: 305, .. })
+            ),
             "{err}"
         );
         assert!(err.to_string().len() < 300, "{err}");
