@@ -19,4 +19,5 @@ pub mod parse;
 pub mod platform;
 pub mod rollout;
 pub mod rules;
+pub mod targets;
 pub mod verify;

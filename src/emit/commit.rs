@@ -23,6 +23,7 @@ use anyhow::Context as _;
 
 use super::error::{EmitError, Refusal};
 use crate::changes::FileChange;
+use crate::targets::TargetError;
 
 /// The operation a repository is in the middle of, if any.
 fn in_progress(state: git2::RepositoryState) -> Option<&'static str> {
@@ -272,7 +273,7 @@ pub fn commit(
         .with_context(|| format!("resolving {}", root.display()))?
         .strip_prefix(&workdir)
         .map(Path::to_path_buf)
-        .map_err(|_| EmitError::Unsafe(root.display().to_string()))?;
+        .map_err(|_| TargetError::Unsafe(root.display().to_string()))?;
     let rel = |p: &str| prefix.join(p);
     if let Some(operation) = in_progress(repo.state()) {
         return Err(Refusal::InProgress(operation).into());

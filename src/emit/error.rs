@@ -4,22 +4,14 @@
 use std::path::PathBuf;
 
 use crate::changes::ChangeError;
+use crate::targets::TargetError;
 
 /// Why a change could not be emitted. Each message names the path and, where there is one, what
 /// to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum EmitError {
-    #[error("refusing to write {0}: it is outside the repository root or behind a symbolic link")]
-    Unsafe(String),
-    #[error(
-        "refusing to create {0}: it already exists (perhaps hidden from fluxmend by .gitignore or \
-         .sourceignore); move it away and run fix again"
-    )]
-    Exists(String),
-    #[error(
-        "refusing to create {path}: a file name of {bytes} bytes is longer than the 255 allowed"
-    )]
-    NameTooLong { path: String, bytes: usize },
+    #[error("{0}")]
+    Target(#[from] TargetError),
     #[error("refusing to write {0}: it changed since fluxmend read it; run fix again")]
     Changed(String),
     #[error(

@@ -11,7 +11,6 @@ mod objects;
 pub mod patch;
 mod paths;
 mod required;
-mod transformers;
 
 pub use flux::{
     APPLY_CONTEXT, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck, Layer,

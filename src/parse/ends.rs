@@ -1,6 +1,6 @@
 //! Finding where nodes end by re-reading the source: the parser's markers only mark starts.
 
-use super::{ScalarStyle, Span};
+use super::node::{ScalarStyle, Span};
 
 /// From `from`, skip blanks, line breaks, comments and node properties (`&anchor`, `!tag`);
 /// return the position of `indicator` if it is the next token.

@@ -1,3 +1,4 @@
+use super::node::{LINE_BLOCK, MAX_TEXT};
 use super::*;
 use proptest::prelude::*;
 

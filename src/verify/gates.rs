@@ -212,8 +212,8 @@ pub fn plan_with(
             continue;
         }
         let writable = changes::contents(repo, &fix.changes)
-            .map_err(crate::emit::error::EmitError::from)
-            .and_then(|files| crate::emit::write::check_targets(&repo.root, &files));
+            .map_err(crate::targets::TargetError::from)
+            .and_then(|files| crate::targets::check_targets(&repo.root, &files));
         if let Err(e) = writable {
             drop_fix(f, &e.to_string());
         }

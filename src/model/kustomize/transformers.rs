@@ -14,7 +14,10 @@
 use crate::load::Repo;
 use crate::parse::{Value, YamlFile};
 
-use super::{Name, Rendered, join};
+use crate::model::{Name, join};
+
+use super::builtin::{KUSTOMIZATION_FILE_NAMES, is_namespaced, keeps_its_name};
+use super::rendered::Rendered;
 
 /// Which objects a fieldSpec selects: each field that is set must match.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -83,7 +86,7 @@ impl IdentityTransformer {
             } => {
                 let key = &rendered.key;
                 let unset = key.namespace.as_deref().is_none_or(str::is_empty);
-                if super::is_namespaced(&key.api_version, &key.kind) && (unset || !unset_only) {
+                if is_namespaced(&key.api_version, &key.kind) && (unset || !unset_only) {
                     rendered.key.namespace = Some(Name::from(namespace.as_str()));
                 }
                 if renames.iter().any(|s| s.selects(rendered)) {
@@ -95,9 +98,7 @@ impl IdentityTransformer {
                 suffix,
                 selects,
             } => {
-                if super::kustomize::keeps_its_name(&rendered.key)
-                    || !selects.iter().any(|s| s.selects(rendered))
-                {
+                if keeps_its_name(&rendered.key) || !selects.iter().any(|s| s.selects(rendered)) {
                     return;
                 }
                 let key = &mut rendered.key;
@@ -260,7 +261,7 @@ fn directory_configs(repo: &Repo, dir: &str, depth: usize) -> Result<Vec<Value>,
     if depth > MAX_CONFIG_DEPTH {
         return Err(format!("{dir}: directories nested too deep"));
     }
-    let file = super::KUSTOMIZATION_FILE_NAMES
+    let file = KUSTOMIZATION_FILE_NAMES
         .iter()
         .find_map(|name| join(dir, name).and_then(|p| repo.file_id(&p)))
         .ok_or_else(|| format!("{dir} has no kustomization file"))?;

@@ -1,0 +1,154 @@
+//! A directory with a kustomization file: what it lists, the files it names, and whether the
+//! build of a directory is fully known.
+
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::load::FileId;
+use crate::model::{Model, ObjectIdx, join};
+use crate::parse::NodeId;
+
+use super::transformers::Transformers;
+
+/// What a `resources`/`components` entry points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefTarget {
+    File(String),
+    Dir(String),
+    /// A URL or remote base: reported, never fetched.
+    Remote(String),
+    /// Points at nothing that exists.
+    Missing(String),
+    /// `..` or an absolute path leaving the repository root.
+    OutsideRoot,
+}
+
+/// One entry of a kustomization's `resources`, `bases` or `components` list.
+#[derive(Clone, Debug)]
+pub struct ResourceRef {
+    /// The entry's text as written.
+    pub text: String,
+    /// The sequence item node (its span and dash are what an edit removes).
+    pub item: NodeId,
+    pub target: RefTarget,
+}
+
+/// A directory with a kustomization file.
+#[derive(Clone, Debug)]
+pub struct KustomizeDir {
+    pub dir: String,
+    pub file: FileId,
+    /// Root node of the kustomization document.
+    pub root: NodeId,
+    /// `kind: Component`.
+    pub component: bool,
+    pub resources: Vec<ResourceRef>,
+    pub components: Vec<ResourceRef>,
+    pub namespace: Option<String>,
+    pub name_prefix: String,
+    pub name_suffix: String,
+    /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
+    pub generated: Vec<(ObjectIdx, Option<String>)>,
+    /// What its `transformers:` and `replacements:` do to identities.
+    pub transformers: Transformers,
+}
+
+/// The fields of a kustomization file, besides `resources` and `components`, that name files
+/// of the build: patches and configurations of transformers, generators and validators.
+pub(in crate::model) const NAMED_FILE_FIELDS: &[&str] = &[
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "replacements",
+    "transformers",
+    "generators",
+    "validators",
+    "configurations",
+];
+
+/// The fields that name patch files: their documents edit other objects and define none.
+pub(super) const PATCH_FIELDS: &[&str] = &["patches", "patchesStrategicMerge", "patchesJson6902"];
+
+impl KustomizeDir {
+    /// The repository paths of the files this kustomization names under `fields` (a plain
+    /// entry, or an entry's `path`), resolved against its directory `dir`.
+    pub(in crate::model) fn named_files<'m>(
+        &self,
+        model: &'m Model,
+        dir: &'m str,
+        fields: &'m [&'m str],
+    ) -> impl Iterator<Item = String> + 'm {
+        let yaml = &model.repo.file(self.file).yaml;
+        let root = self.root;
+        fields
+            .iter()
+            .filter_map(move |field| yaml.lookup(root, &[field]))
+            .flat_map(move |list| yaml.items(list).iter().copied())
+            .filter_map(move |item| {
+                yaml.scalar(item)
+                    .or_else(|| yaml.lookup(item, &["path"]).and_then(|n| yaml.scalar(n)))
+                    .and_then(|text| join(dir, text))
+            })
+    }
+}
+
+/// Files that some kustomization names as a patch and none as a resource or component. A Flux
+/// Kustomization or FluxInstance written in such a file (a cluster overlay patching a layer by
+/// name) is an edit of the real object, not a layer of its own.
+pub(in crate::model) fn patch_only_files(model: &Model) -> HashSet<FileId> {
+    let mut patches = HashSet::default();
+    let mut resources = HashSet::default();
+    for (dir, k) in &model.kustomize_dirs {
+        patches.extend(k.named_files(model, dir, PATCH_FIELDS));
+        for r in k.resources.iter().chain(&k.components) {
+            if let RefTarget::File(path) = &r.target {
+                resources.insert(path.clone());
+            }
+        }
+    }
+    patches
+        .difference(&resources)
+        .filter_map(|path| model.repo.file_id(path))
+        .collect()
+}
+
+/// kustomize fields whose effect on what a build holds the model does not follow.
+const UNMODELLED: &[&str] = &["transformers", "replacements", "helmCharts", "generators"];
+
+impl Model<'_> {
+    /// Whether the build of `dir` is fully known: no remote entry, no `transformers`,
+    /// `replacements`, `helmCharts` or `generators`, no missing entry, anywhere below it. A
+    /// rule that claims an object is *not* in a build must know all of it.
+    pub fn fully_known(&self, dir: &str) -> bool {
+        self.fully_known_below(dir, &mut HashSet::default())
+    }
+
+    fn fully_known_below(&self, dir: &str, seen: &mut HashSet<String>) -> bool {
+        if !seen.insert(dir.to_string()) {
+            return true;
+        }
+        let Some(k) = self.kustomize_dirs.get(dir) else {
+            // A plain directory (Flux generates its kustomization) holds what is in it.
+            return true;
+        };
+        let yaml = &self.repo.file(k.file).yaml;
+        if UNMODELLED
+            .iter()
+            .any(|f| yaml.lookup(k.root, &[f]).is_some())
+        {
+            return false;
+        }
+        k.resources
+            .iter()
+            .chain(&k.components)
+            .all(|r| match &r.target {
+                RefTarget::File(_) => true,
+                RefTarget::Dir(d) => self.fully_known_below(d, seen),
+                RefTarget::Remote(_) | RefTarget::Missing(_) | RefTarget::OutsideRoot => false,
+            })
+    }
+}
+
+/// A directory for messages: `.` for the root.
+pub fn display_dir(dir: &str) -> &str {
+    if dir.is_empty() { "." } else { dir }
+}

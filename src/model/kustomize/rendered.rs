@@ -1,0 +1,45 @@
+//! One object as a directory renders it, and the identity transforms (`namespace:`,
+//! `namePrefix`, `nameSuffix`) applied on top of it.
+
+use crate::load::FileId;
+use crate::model::{Name, ObjectIdx, ObjectKey};
+
+use super::builtin::{is_namespaced, keeps_its_name};
+
+/// One object a directory renders: which object, its identity after the transformers, and the
+/// chain of kustomization files (outermost first) that brought it in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub object: ObjectIdx,
+    pub key: ObjectKey,
+    pub chain: Vec<FileId>,
+    /// A generated ConfigMap/Secret's `-<hash>`: it stays last in the name whatever prefix or
+    /// suffix an outer kustomization adds.
+    pub hash_suffix: Option<String>,
+}
+
+/// Identity transformers applied on top of a set of rendered objects.
+#[derive(Clone, Debug, Default)]
+pub struct Transform<'a> {
+    pub namespace: Option<Name>,
+    pub prefix: &'a str,
+    pub suffix: &'a str,
+}
+
+impl Transform<'_> {
+    pub fn apply(&self, rendered: &mut Rendered) {
+        let key = &mut rendered.key;
+        if let Some(ns) = &self.namespace {
+            if key.is_namespace() {
+                key.name = ns.clone();
+            } else if is_namespaced(&key.api_version, &key.kind) {
+                key.namespace = Some(ns.clone());
+            }
+        }
+        if !keeps_its_name(key) {
+            let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+            let base = key.name.strip_suffix(hash).unwrap_or(&key.name);
+            key.name = format!("{}{base}{}{hash}", self.prefix, self.suffix).into();
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! A parsed file: its text, documents and node arena, and reading nodes from it.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::node::{
+    HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LINE_BLOCK, MAPPING, Node, NodeId, NodeKind, PAYLOAD,
+    Packed, SCALAR, SCALAR_STYLES, SEQUENCE, ScalarStyle, Span,
+};
+
+/// One document of a (possibly multi-document) file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub root: NodeId,
+    /// The document's region: from the start of its `---` line (or the end of the previous
+    /// region, or the file start) to the start of the next document's region. Regions tile the file.
+    pub region: Span,
+    /// Byte of the explicit `---` marker, if the document has one.
+    pub start_marker: Option<usize>,
+}
+
+/// A parsed YAML file: its text (BOM removed), line-ending style, nodes and documents.
+#[derive(Clone, Debug)]
+pub struct YamlFile {
+    pub text: String,
+    /// The file started with a UTF-8 BOM, which is put back on write.
+    pub bom: bool,
+    /// The file's dominant line ending, used for everything written into it.
+    pub line_ending: LineEnding,
+    pub docs: Vec<Document>,
+    pub(super) nodes: Box<[Packed]>,
+    /// Mapping children: at a mapping's index `(len, flow)`, then its `len` (key, value) pairs.
+    pub(super) entries: Box<[(NodeId, NodeId)]>,
+    /// Sequence children: at a sequence's index `len << 1 | flow`, then its `len` items.
+    pub(super) items: Box<[NodeId]>,
+    /// The dash byte of each block-sequence item, by node id (ascending).
+    pub(super) dashes: Box<[(NodeId, u32)]>,
+    /// Scalar values that differ from their text, and tags, by node id (ascending): both rare.
+    pub(super) values: Box<[(NodeId, Box<str>)]>,
+    pub(super) tags: Box<[(NodeId, Box<str>)]>,
+    /// The start of every [`LINE_BLOCK`]-th line.
+    pub(super) line_index: Box<[u32]>,
+}
+
+/// A file's own line ending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineEnding {
+    Lf,
+    CrLf,
+}
+
+impl LineEnding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineEnding::Lf => "\n",
+            LineEnding::CrLf => "\r\n",
+        }
+    }
+
+    /// The ending most lines of `text` use (LF when there are none), from its line starts.
+    pub(super) fn from_line_starts(text: &str, line_starts: &[u32]) -> Self {
+        let lf = line_starts.len() - 1;
+        let bytes = text.as_bytes();
+        let crlf = line_starts[1..]
+            .iter()
+            .filter(|&&s| s >= 2 && bytes[s as usize - 2] == b'\r')
+            .count();
+        if crlf * 2 > lf {
+            LineEnding::CrLf
+        } else {
+            LineEnding::Lf
+        }
+    }
+}
+
+/// Why a file could not be (fully) parsed; line and column are 1-based.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl YamlFile {
+    /// The node `id`, unpacked.
+    pub fn node(&self, id: NodeId) -> Node<'_> {
+        let packed = self.nodes[id as usize];
+        let payload = packed.data & PAYLOAD;
+        let kind = match packed.data >> KIND_SHIFT {
+            SCALAR => NodeKind::Scalar {
+                value: (payload & HAS_VALUE != 0).then(|| side(&self.values, id)),
+                style: SCALAR_STYLES[(payload & 0b111) as usize],
+                tag: (payload & HAS_TAG != 0).then(|| side(&self.tags, id)),
+            },
+            MAPPING => {
+                let (len, flow) = self.entries[payload as usize];
+                let first = payload as usize + 1;
+                NodeKind::Mapping {
+                    entries: &self.entries[first..first + len as usize],
+                    flow: flow != 0,
+                }
+            }
+            SEQUENCE => {
+                let header = self.items[payload as usize];
+                let first = payload as usize + 1;
+                NodeKind::Sequence {
+                    items: &self.items[first..first + (header >> 1) as usize],
+                    flow: header & 1 != 0,
+                }
+            }
+            _ => NodeKind::Alias {
+                target: payload.checked_sub(1),
+            },
+        };
+        Node {
+            kind,
+            span: Span::new(packed.start as usize, packed.end as usize),
+            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.dashes, id)),
+        }
+    }
+
+    /// Every node id of the file, in source order of their starts (parents before children).
+    pub fn node_ids(&self) -> std::ops::Range<NodeId> {
+        0..self.nodes.len() as NodeId
+    }
+
+    /// The source text of a span.
+    pub fn slice(&self, span: Span) -> &str {
+        &self.text[span.start..span.end]
+    }
+
+    /// 1-based line of a byte offset: counted from the nearest indexed line start.
+    pub fn line_of(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        let block = self.line_index.partition_point(|&s| s as usize <= offset) - 1;
+        let from = self.line_index[block] as usize;
+        let newlines = self.text.as_bytes()[from..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        block * LINE_BLOCK + newlines + 1
+    }
+
+    /// 1-based (line, column in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let start = self.line_start(offset);
+        (
+            self.line_of(offset),
+            self.text[start..offset.min(self.text.len())]
+                .chars()
+                .count()
+                + 1,
+        )
+    }
+
+    /// Byte offset of the start of the line holding `offset`.
+    pub fn line_start(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        self.text.as_bytes()[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+    }
+
+    /// Follow aliases to the node they name (a bounded walk: anchors can only name earlier nodes).
+    pub fn resolve(&self, mut id: NodeId) -> Option<NodeId> {
+        loop {
+            match self.node(id).kind {
+                NodeKind::Alias { target: Some(t) } => id = t,
+                NodeKind::Alias { target: None } => return None,
+                _ => return Some(id),
+            }
+        }
+    }
+
+    /// Entries of a mapping node, aliases followed (empty for anything else).
+    pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
+        match self.resolve(id).map(|id| self.node(id).kind) {
+            Some(NodeKind::Mapping { entries, .. }) => entries,
+            _ => &[],
+        }
+    }
+
+    /// The entry of mapping `map` whose key is the scalar `key` (an alias key followed, as
+    /// go-yaml does): (key id, value id).
+    pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
+        self.entries(map)
+            .iter()
+            .copied()
+            .find(|&(k, _)| self.scalar(k) == Some(key))
+    }
+
+    /// The node at a path of mapping keys below `from`.
+    pub fn lookup(&self, from: NodeId, keys: &[&str]) -> Option<NodeId> {
+        keys.iter()
+            .try_fold(from, |id, key| self.entry(id, key).map(|(_, v)| v))
+    }
+
+    /// Items of a sequence node, aliases followed (empty for anything else).
+    pub fn items(&self, id: NodeId) -> &[NodeId] {
+        match self.resolve(id).map(|id| self.node(id).kind) {
+            Some(NodeKind::Sequence { items, .. }) => items,
+            _ => &[],
+        }
+    }
+
+    /// A node's scalar text, aliases followed.
+    pub fn scalar(&self, id: NodeId) -> Option<&str> {
+        self.scalar_in(self.resolve(id)?)
+    }
+
+    /// A scalar node's value as written there (aliases not followed; `""` for other nodes).
+    pub fn scalar_text(&self, id: NodeId) -> &str {
+        self.scalar_in(id).unwrap_or_default()
+    }
+
+    /// A scalar node's value, read from the source text when it is not stored.
+    pub(super) fn scalar_in(&self, id: NodeId) -> Option<&str> {
+        let node = self.node(id);
+        let NodeKind::Scalar { value, style, .. } = node.kind else {
+            return None;
+        };
+        let span = node.span;
+        Some(match (value, style) {
+            (Some(v), _) => v,
+            (None, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) => {
+                &self.text[span.start + 1..span.end - 1]
+            }
+            (None, _) => &self.text[span.start..span.end],
+        })
+    }
+}
+
+impl YamlFile {
+    /// The first mapping key (in file order) that is a mapping or a sequence.
+    pub(super) fn first_collection_key(&self) -> Option<NodeId> {
+        let mut best: Option<NodeId> = None;
+        let mut at = 0;
+        while let Some(&(len, _)) = self.entries.get(at) {
+            let entries = &self.entries[at + 1..at + 1 + len as usize];
+            at += 1 + len as usize;
+            for &(k, _) in entries {
+                let kind = self.nodes[k as usize].data >> KIND_SHIFT;
+                let start = |n: NodeId| self.nodes[n as usize].start;
+                if (kind == MAPPING || kind == SEQUENCE) && best.is_none_or(|b| start(k) < start(b))
+                {
+                    best = Some(k);
+                }
+            }
+        }
+        best
+    }
+
+    /// The first (by position) scalar key that repeats an earlier key of its mapping: (duplicate,
+    /// first). Merge keys (`<<`) may repeat.
+    pub(super) fn first_duplicate_key(&self) -> Option<(NodeId, NodeId)> {
+        let mut best: Option<(NodeId, NodeId)> = None;
+        let mut seen: HashMap<&str, NodeId> = HashMap::default();
+        let mut keys: Vec<(&str, NodeId)> = Vec::new();
+        // Every mapping's entries, straight from the arena: a header, then its pairs.
+        let mut at = 0;
+        while let Some(&(len, _)) = self.entries.get(at) {
+            let entries = &self.entries[at + 1..at + 1 + len as usize];
+            at += 1 + len as usize;
+            if entries.len() < 2 {
+                continue;
+            }
+            keys.clear();
+            keys.extend(
+                entries
+                    .iter()
+                    .filter_map(|&(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
+            );
+            // Most mappings are small: comparing pairs is cheaper than hashing.
+            let duplicate = if keys.len() <= 16 {
+                (1..keys.len()).find_map(|i| {
+                    let (value, k) = keys[i];
+                    keys[..i]
+                        .iter()
+                        .find(|(v, _)| *v == value)
+                        .map(|&(_, first)| (k, first))
+                })
+            } else {
+                seen.clear();
+                keys.iter()
+                    .find_map(|&(value, k)| seen.insert(value, k).map(|first| (k, first)))
+            };
+            if let Some((k, first)) = duplicate {
+                let start = |n: NodeId| self.nodes[n as usize].start;
+                if best.is_none_or(|(b, _)| start(k) < start(b)) {
+                    best = Some((k, first));
+                }
+            }
+        }
+        best
+    }
+}
+
+/// The stored side value of node `id` (present: its flag said so).
+pub(super) fn side(table: &[(NodeId, Box<str>)], id: NodeId) -> &str {
+    table
+        .binary_search_by_key(&id, |(n, _)| *n)
+        .map_or("", |i| &table[i].1)
+}
+
+/// The dash byte of block-sequence item `id` (present: its flag said so).
+pub(super) fn dash_of(dashes: &[(NodeId, u32)], id: NodeId) -> usize {
+    dashes
+        .binary_search_by_key(&id, |(n, _)| *n)
+        .map_or(0, |i| dashes[i].1 as usize)
+}

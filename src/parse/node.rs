@@ -1,0 +1,113 @@
+//! A node of the tree: its span, kind and scalar style, and how the arena packs it.
+
+use std::fmt;
+
+/// A half-open byte range `[start, end)` into [`YamlFile::text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+}
+
+/// Index of a node of a [`YamlFile`]; an arena keeps aliases cheap and bounded. 32 bits: a
+/// fleet holds millions of nodes, and every id is stored in its parent.
+pub type NodeId = u32;
+
+/// How a scalar was written, which decides how its text may be replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarStyle {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+    Literal,
+    Folded,
+}
+
+pub(super) const SCALAR_STYLES: [ScalarStyle; 5] = [
+    ScalarStyle::Plain,
+    ScalarStyle::SingleQuoted,
+    ScalarStyle::DoubleQuoted,
+    ScalarStyle::Literal,
+    ScalarStyle::Folded,
+];
+
+/// What a node is; collections hold child ids in source order. A view into the file's arenas.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeKind<'a> {
+    Scalar {
+        /// The scalar's value when it differs from its source text; `None` (most scalars) when
+        /// the value is exactly the text of the node's span, quotes excluded.
+        /// Read it with [`YamlFile::scalar_text`].
+        value: Option<&'a str>,
+        style: ScalarStyle,
+        /// The resolved tag (`tag:yaml.org,2002:str` for `!!str`), when one was written.
+        tag: Option<&'a str>,
+    },
+    Mapping {
+        entries: &'a [(NodeId, NodeId)],
+        flow: bool,
+    },
+    Sequence {
+        items: &'a [NodeId],
+        flow: bool,
+    },
+    /// An alias; `target` is the anchored node it names as defined *at this point* of the file
+    /// (anchors may be redefined), `None` when the anchor is unknown.
+    Alias {
+        target: Option<NodeId>,
+    },
+}
+
+/// One YAML node with the byte range of its own text (properties such as `&anchor` excluded).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Node<'a> {
+    pub kind: NodeKind<'a>,
+    pub span: Span,
+    /// Byte of the `- ` indicator when this node is an item of a block sequence.
+    pub dash: Option<usize>,
+}
+
+/// How a node is stored: 12 bytes, because a 100,000-file fleet has five million of them and
+/// their size is most of fluxmend's memory. [`YamlFile::node`] unpacks it into a [`Node`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Packed {
+    pub(super) start: u32,
+    pub(super) end: u32,
+    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags,
+    /// a collection's index in its arena, or an alias's target + 1 (0: unknown anchor).
+    pub(super) data: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 12);
+
+pub(super) const KIND_SHIFT: u32 = 30;
+/// The node is an item of a block sequence; its dash is in [`YamlFile::dashes`].
+pub(super) const HAS_DASH: u32 = 1 << 29;
+pub(super) const PAYLOAD: u32 = HAS_DASH - 1;
+pub(super) const SCALAR: u32 = 0;
+pub(super) const MAPPING: u32 = 1;
+pub(super) const SEQUENCE: u32 = 2;
+pub(super) const ALIAS: u32 = 3;
+/// Scalar flags beside the style (bits 0..3): a stored value, a tag.
+pub(super) const HAS_VALUE: u32 = 1 << 3;
+pub(super) const HAS_TAG: u32 = 1 << 4;
+
+/// Files this large are refused: offsets are 32 bits and ids and arena indexes 29. The loader
+/// skips files over 8 MiB long before this.
+pub(super) const MAX_TEXT: usize = 1 << 28;
+
+/// Every this many lines the line index keeps a line start; a line number is counted from the
+/// nearest one (a full table would cost 4 bytes a line for every file of a fleet).
+pub(super) const LINE_BLOCK: usize = 64;
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}..{}", self.start, self.end)
+    }
+}

@@ -1,0 +1,78 @@
+//! What an object carries once applied: its annotations, and whether kustomize-controller's
+//! prune skips it.
+
+use crate::model::Rendered;
+use crate::model::{Layer, Model};
+
+/// The annotation that keeps kustomize-controller from pruning an object (the exemption a
+/// phased move adds first).
+pub const PRUNE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
+/// The other annotation kustomize-controller's prune skips (it also stops the object being
+/// applied).
+pub(super) const RECONCILE_DISABLED: (&str, &str) =
+    ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
+/// kustomize-controller neither applies nor prunes an object that carries this.
+pub(super) const SSA_IGNORE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "Ignore");
+/// What kustomize-controller's prune skips (`deleteObjects`' exclusions).
+pub(super) const PRUNE_EXCLUSIONS: [(&str, &str); 3] =
+    [PRUNE_DISABLED, RECONCILE_DISABLED, SSA_IGNORE];
+
+/// Whether `annotations` hold one of `wanted`, the value compared as fluxcd/pkg's `ssa/utils`
+/// `AnyInMetadata` does (case-insensitively).
+pub(super) fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
+    annotations.iter().any(|(k, v)| {
+        wanted
+            .iter()
+            .any(|(wk, wv)| k == wk && v.eq_ignore_ascii_case(wv))
+    })
+}
+
+/// flux-operator does not uninstall a FluxInstance that carries this when it is deleted.
+pub(super) const INSTANCE_RECONCILE_DISABLED: (&str, &str) =
+    ("fluxcd.controlplane.io/reconcile", "disabled");
+
+/// The annotations an object carries once applied: its own, its kustomizations'
+/// `commonAnnotations`, and the layer's `commonMetadata.annotations` (what kustomize-controller
+/// sets on every object it applies). Patches that add annotations are not modelled, which only
+/// makes an object look less protected than it is.
+pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut read = |file: usize, node: Option<crate::parse::NodeId>| {
+        let yaml = &model.repo.file(file).yaml;
+        if let Some(map) = node {
+            for &(k, v) in yaml.entries(map) {
+                if let (Some(k), Some(v)) = (yaml.scalar(k), yaml.scalar(v)) {
+                    out.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
+    };
+    let obj = model.object(r.object);
+    let yaml = &model.repo.file(obj.file).yaml;
+    read(
+        obj.file,
+        yaml.lookup(obj.root, &["metadata", "annotations"]),
+    );
+    for &k in &r.chain {
+        let kyaml = &model.repo.file(k).yaml;
+        let node = kyaml
+            .docs
+            .first()
+            .and_then(|d| kyaml.lookup(d.root, &["commonAnnotations"]));
+        read(k, node);
+    }
+    if let Some(lo) = layer.object.map(|o| model.object(o)) {
+        let lyaml = &model.repo.file(lo.file).yaml;
+        read(
+            lo.file,
+            lyaml.lookup(lo.root, &["spec", "commonMetadata", "annotations"]),
+        );
+    }
+    out
+}
+
+/// Whether kustomize-controller's prune skips this object once applied (annotated
+/// `prune: disabled`, `reconcile: disabled` or `ssa: Ignore`).
+pub fn prune_exempt(model: &Model, layer: &Layer, r: &Rendered) -> bool {
+    carries(&annotations(model, layer, r), &PRUNE_EXCLUSIONS)
+}

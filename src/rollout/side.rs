@@ -1,0 +1,143 @@
+//! One side of a change on one cluster: its live layers, what each applies, and in what
+//! order and with what deletion policy they run.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::ObjectKey;
+use crate::model::{Layer, LayerId, LayerRef, Model};
+
+use super::annotations::{INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations, carries};
+
+/// An object as one layer applies it: its identity, the placeholder bindings of the variant it
+/// comes from (objects of different variants never meet on one cluster), and whether it is
+/// exempt from prune.
+#[derive(Clone, Debug)]
+pub(super) struct Applied {
+    pub(super) key: ObjectKey,
+    pub(super) bindings: Bindings,
+    pub(super) exempt: bool,
+    /// flux-operator leaves Flux installed when this FluxInstance is deleted.
+    pub(super) instance_disabled: bool,
+    pub(super) is_instance: bool,
+    /// For a name holding a `${VAR}` that the layer's `postBuild` substitutes: that
+    /// `postBuild`. The same text under two different substitutions (one shared component
+    /// in every app's layer) names two objects; under the same one (a layer split off with its
+    /// settings), one.
+    pub(super) scope: Option<crate::parse::Value>,
+    /// Applied to another cluster (the layer's `spec.kubeConfig`).
+    pub(super) remote: bool,
+}
+
+/// Whether an object's name or namespace holds a `${VAR}` left for `postBuild` to substitute.
+pub(super) fn named_by_post_build(key: &ObjectKey) -> bool {
+    key.name.contains("${") || key.namespace.as_deref().is_some_and(|ns| ns.contains("${"))
+}
+
+/// Placeholder bindings of a variant: (placeholder, the directory name it matched).
+pub(super) type Bindings = Vec<(String, String)>;
+
+/// For each object (and, for a name `postBuild` substitutes, the layer it belongs to), the layers
+/// that apply it and the bindings of the variant it comes from.
+pub(super) type Appliers =
+    HashMap<(ObjectKey, Option<crate::parse::Value>), Vec<(LayerRef, Bindings)>>;
+
+/// One side of a cluster: its live layers by identity.
+pub(super) struct Side<'m, 'r> {
+    pub(super) model: &'m Model<'r>,
+    pub(super) layers: BTreeMap<LayerRef, LayerId>,
+}
+
+impl<'m, 'r> Side<'m, 'r> {
+    pub(super) fn inventory(&self, id: &LayerRef) -> Vec<Applied> {
+        let Some(&l) = self.layers.get(id) else {
+            return Vec::new();
+        };
+        let layer = self.model.layer(l);
+        let post_build = layer.object.map(|o| self.model.object(o)).and_then(|o| {
+            let yaml = &self.model.repo.file(o.file).yaml;
+            yaml.lookup(o.root, &["spec", "postBuild"])
+                .and_then(|n| yaml.value(n).ok())
+        });
+        layer
+            .variants
+            .iter()
+            .flat_map(|v| {
+                v.inventory.iter().map(|r| {
+                    let annotations = annotations(self.model, layer, r);
+                    Applied {
+                        key: r.key.clone(),
+                        bindings: v.bindings.clone(),
+                        exempt: carries(&annotations, &PRUNE_EXCLUSIONS),
+                        instance_disabled: carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]),
+                        is_instance: self.model.is_flux_instance(r.object),
+                        scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
+                        remote: layer.remote,
+                    }
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn layer(&self, id: &LayerRef) -> Option<&'m Layer> {
+        self.layers.get(id).map(|&l| self.model.layer(l))
+    }
+}
+
+/// Two variants' bindings can meet on one cluster when no placeholder is bound differently.
+pub(super) fn compatible(a: &[(String, String)], b: &[(String, String)]) -> bool {
+    a.iter()
+        .all(|(p, v)| b.iter().all(|(q, w)| p != q || v == w))
+}
+
+pub(super) fn side<'m, 'r>(model: &'m Model<'r>, cluster: Option<usize>) -> Side<'m, 'r> {
+    let layers = model
+        .live_layers()
+        .filter(|(_, l)| Some(l.cluster) == cluster)
+        .map(|(id, l)| (l.id.clone(), id))
+        .collect();
+    Side { model, layers }
+}
+
+/// The layers `id` is guaranteed to run after: its `dependsOn` targets that read the same
+/// source (they must have applied this revision), transitively.
+pub(super) fn ordered_before(side: &Side, id: &LayerRef) -> BTreeSet<LayerRef> {
+    let mut out = BTreeSet::new();
+    let mut frontier = vec![id.clone()];
+    while let Some(current) = frontier.pop() {
+        let Some(layer) = side.layer(&current) else {
+            continue;
+        };
+        for &dep in &layer.depends_on_ids {
+            let d = side.model.layer(dep);
+            if d.live && d.source == layer.source && out.insert(d.id.clone()) {
+                frontier.push(d.id.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The `deletionPolicy` of a layer's Kustomization object (`MirrorPrune` when unset).
+pub(super) fn deletion_policy(model: &Model, layer: &Layer) -> String {
+    layer
+        .object
+        .map(|o| model.object(o))
+        .and_then(|o| {
+            let yaml = &model.repo.file(o.file).yaml;
+            yaml.lookup(o.root, &["spec", "deletionPolicy"])
+                .and_then(|n| yaml.scalar(n))
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "MirrorPrune".into())
+}
+
+/// Whether a layer's inventory is deleted when the layer itself is.
+pub(super) fn deletes_inventory(model: &Model, layer: &Layer) -> bool {
+    match deletion_policy(model, layer).as_str() {
+        "Orphan" => false,
+        "Delete" | "WaitForTermination" => true,
+        _ => layer.prune,
+    }
+}
