@@ -62,11 +62,7 @@ pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, S
         read(k, node);
     }
     if let Some(lo) = layer.object.map(|o| model.object(o)) {
-        let lyaml = &model.repo.file(lo.file).yaml;
-        read(
-            lo.file,
-            lyaml.lookup(lo.root, &["spec", "commonMetadata", "annotations"]),
-        );
+        read(lo.file, layer.spec.common_annotations);
     }
     out
 }

@@ -13,9 +13,7 @@ use super::consequence::consequence;
 use super::outcome::{
     ClusterRollout, Consequence, Deletion, LayerChange, LeaveOutcome, Leaving, Rollout, Step,
 };
-use super::side::{
-    Applied, Appliers, Side, compatible, deletes_inventory, deletion_policy, ordered_before, side,
-};
+use super::side::{Applied, Appliers, Side, compatible, deletes_inventory, ordered_before, side};
 
 /// Play the change from `before` to `after` through Flux's reconcile, cluster by cluster.
 pub fn play(before: &Model, after: &Model) -> Rollout {
@@ -104,7 +102,7 @@ pub(super) fn play_cluster(
                     .is_some_and(|p| p.prune);
                 let after = &after;
                 (
-                    parent_prunes && deletes_inventory(before.model, b),
+                    parent_prunes && deletes_inventory(b),
                     Box::new(move || {
                         let mut runs = parent
                             .as_ref()
@@ -164,13 +162,13 @@ pub(super) fn play_cluster(
                 });
                 if let Some(l) = removed_layer.and_then(|l| before.layer(l))
                     && recreated_by.is_none()
-                    && !deletes_inventory(before.model, l)
+                    && !deletes_inventory(l)
                 {
                     consequence = Consequence::Removed;
                     effect = format!(
                         "Flux Kustomization {} is deleted; its deletionPolicy ({}, prune: {}) leaves what it applied in the cluster, unmanaged",
                         l.id,
-                        deletion_policy(before.model, l),
+                        l.spec.deletion_policy(),
                         l.prune
                     );
                 }
@@ -184,7 +182,7 @@ pub(super) fn play_cluster(
                     (None, Some(_)) => format!("it leaves {id}'s inventory and {id} prunes it"),
                     (_, None) => format!(
                         "{id} is removed and its deletionPolicy ({}) deletes its inventory",
-                        b.map_or_else(String::new, |b| deletion_policy(before.model, b))
+                        b.map_or("", |b| b.spec.deletion_policy())
                     ),
                 };
                 if x.scope.is_some() {

@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::ObjectKey;
 use crate::model::{Layer, LayerId, LayerRef, Model};
+use crate::parse::Value;
 
 use super::annotations::{INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations, carries};
 
@@ -55,11 +56,9 @@ impl<'m, 'r> Side<'m, 'r> {
             return Vec::new();
         };
         let layer = self.model.layer(l);
-        let post_build = layer.object.map(|o| self.model.object(o)).and_then(|o| {
-            let yaml = &self.model.repo.file(o.file).yaml;
-            yaml.lookup(o.root, &["spec", "postBuild"])
-                .and_then(|n| yaml.value(n).ok())
-        });
+        let post_build = Some(layer.spec.applies_with("postBuild"))
+            .filter(|v| !matches!(v, Value::Null))
+            .cloned();
         layer
             .variants
             .iter()
@@ -119,23 +118,9 @@ pub(super) fn ordered_before(side: &Side, id: &LayerRef) -> BTreeSet<LayerRef> {
     out
 }
 
-/// The `deletionPolicy` of a layer's Kustomization object (`MirrorPrune` when unset).
-pub(super) fn deletion_policy(model: &Model, layer: &Layer) -> String {
-    layer
-        .object
-        .map(|o| model.object(o))
-        .and_then(|o| {
-            let yaml = &model.repo.file(o.file).yaml;
-            yaml.lookup(o.root, &["spec", "deletionPolicy"])
-                .and_then(|n| yaml.scalar(n))
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| "MirrorPrune".into())
-}
-
 /// Whether a layer's inventory is deleted when the layer itself is.
-pub(super) fn deletes_inventory(model: &Model, layer: &Layer) -> bool {
-    match deletion_policy(model, layer).as_str() {
+pub(super) fn deletes_inventory(layer: &Layer) -> bool {
+    match layer.spec.deletion_policy() {
         "Orphan" => false,
         "Delete" | "WaitForTermination" => true,
         _ => layer.prune,
