@@ -20,9 +20,16 @@
 //!   repository, anything outside the repository, or anything fluxmend cannot read exactly as
 //!   kustomize does; or whose build fails both before and after. Its objects (as the model
 //!   knows them) are left out of the comparison.
+//!
+//! Each file has one job and imports only the files listed after it: `sandbox` (the sandbox's
+//! files), `kustfile` (a kustomization or plugin configuration read as kustomize reads it),
+//! `schema` (the fields kustomize knows), `go_yaml` (scalars and tags as go-yaml v2 reads them),
+//! `tool` (running kustomize or kubectl confined).
 
+mod go_yaml;
 mod kustfile;
 mod sandbox;
+mod schema;
 mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
