@@ -274,7 +274,6 @@ pub fn commit(
         .strip_prefix(&workdir)
         .map(Path::to_path_buf)
         .map_err(|_| TargetError::Unsafe(root.display().to_string()))?;
-    let rel = |p: &str| prefix.join(p);
     if let Some(operation) = in_progress(repo.state()) {
         return Err(Refusal::InProgress(operation).into());
     }
@@ -295,59 +294,14 @@ pub fn commit(
         Some(c) => c.tree()?,
         None => repo.find_tree(repo.treebuilder(None)?.write()?)?,
     };
-    let index = repo.index()?;
-    for f in files {
-        let p = rel(&f.path);
-        if let Some(flag) = index.get_path(&p, 0).as_ref().and_then(hidden) {
-            return Err(Refusal::Hidden {
-                path: git_path(&p),
-                flag,
-            }
-            .into());
-        }
-        let clean = match repo.status_file(&p) {
-            // Without a commit, a file is at best staged as new: only a difference between the
-            // index and the work tree is an uncommitted change.
-            Ok(s) if head.is_none() => !s.intersects(
-                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
-            ),
-            Ok(s) => s.is_empty() || (f.before.is_none() && s == git2::Status::WT_NEW),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => f.before.is_none(),
-            Err(e) => return Err(e.into()),
-        };
-        if !clean {
-            return Err(EmitError::Dirty(f.path.clone()));
-        }
-    }
+    check_clean(&repo, prefix.as_path(), files, head.is_none())?;
     if let Some(name) = branch
         && repo.find_branch(name, git2::BranchType::Local).is_ok()
     {
         return Err(EmitError::BranchExists(name.to_string()));
     }
     // The tree: HEAD's, with exactly the touched paths replaced, each blob through git's filters.
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    let mut staged: Vec<(PathBuf, Option<(git2::Oid, git2::FileMode)>)> = Vec::new();
-    for f in files {
-        let p = rel(&f.path);
-        match &f.after {
-            Some(text) => {
-                let mode = match head_tree.get_path(&p) {
-                    Ok(e) if e.filemode() == i32::from(git2::FileMode::BlobExecutable) => {
-                        git2::FileMode::BlobExecutable
-                    }
-                    _ => git2::FileMode::Blob,
-                };
-                let oid = blob(&repo, &p, text)?;
-                update.upsert(git_path(&p), oid, mode);
-                staged.push((p, Some((oid, mode))));
-            }
-            None => {
-                update.remove(git_path(&p));
-                staged.push((p, None));
-            }
-        }
-    }
-    let tree = repo.find_tree(update.create_updated(&repo, &head_tree)?)?;
+    let (tree, staged) = updated_tree(&repo, &head_tree, prefix.as_path(), files)?;
     let sig = repo
         .signature()
         .or_else(|_| git2::Signature::now("fluxmend", "fluxmend@localhost"))?;
@@ -374,35 +328,7 @@ pub fn commit(
         }
         index.write()?;
         // Then the branch, from where HEAD was.
-        let subject = message.lines().next().unwrap_or_default();
-        let reflog = match &head {
-            Some(_) => format!("commit: {subject}"),
-            None => format!("commit (initial): {subject}"),
-        };
-        match (branch, &moved, &head) {
-            (Some(_), Some(refname), _) => {
-                repo.reference(refname, oid, false, &reflog)?;
-                if let Err(e) = repo.set_head(refname) {
-                    if let Ok(mut r) = repo.find_reference(refname) {
-                        let _ = r.delete();
-                    }
-                    return Err(e.into());
-                }
-            }
-            (None, Some(refname), Some(parent)) => {
-                repo.reference_matching(refname, oid, true, parent.id(), &reflog)?;
-            }
-            (None, Some(refname), None) => {
-                repo.reference(refname, oid, false, &reflog)?;
-            }
-            (None, None, Some(parent)) => {
-                repo.reference_matching("HEAD", oid, true, parent.id(), &reflog)?;
-            }
-            _ => {
-                return Err(git2::Error::from_str("HEAD names no branch and no commit").into());
-            }
-        }
-        Ok(())
+        move_ref(&repo, branch, moved.as_deref(), head.as_ref(), oid, message)
     })();
     if let Err(e) = result {
         let mut index = repo.index()?;
@@ -418,3 +344,116 @@ pub fn commit(
     }
     Ok(oid)
 }
+
+/// Refuse a touched file that git hides (`assume-unchanged`, `skip-worktree`) or that has
+/// uncommitted changes (`unborn`: the repository has no commit yet).
+fn check_clean(
+    repo: &git2::Repository,
+    prefix: &Path,
+    files: &[FileChange],
+    unborn: bool,
+) -> Result<(), EmitError> {
+    let index = repo.index()?;
+    for f in files {
+        let p = prefix.join(&f.path);
+        if let Some(flag) = index.get_path(&p, 0).as_ref().and_then(hidden) {
+            return Err(Refusal::Hidden {
+                path: git_path(&p),
+                flag,
+            }
+            .into());
+        }
+        let clean = match repo.status_file(&p) {
+            // Without a commit, a file is at best staged as new: only a difference between the
+            // index and the work tree is an uncommitted change.
+            Ok(s) if unborn => !s.intersects(
+                git2::Status::WT_MODIFIED | git2::Status::WT_DELETED | git2::Status::WT_TYPECHANGE,
+            ),
+            Ok(s) => s.is_empty() || (f.before.is_none() && s == git2::Status::WT_NEW),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => f.before.is_none(),
+            Err(e) => return Err(e.into()),
+        };
+        if !clean {
+            return Err(EmitError::Dirty(f.path.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// HEAD's tree with exactly the touched paths replaced, each blob through git's filters; and
+/// what each touched path is staged as (`None`: removed).
+fn updated_tree<'r>(
+    repo: &'r git2::Repository,
+    head_tree: &git2::Tree,
+    prefix: &Path,
+    files: &[FileChange],
+) -> Result<(git2::Tree<'r>, Staged), EmitError> {
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let mut staged: Staged = Vec::new();
+    for f in files {
+        let p = prefix.join(&f.path);
+        match &f.after {
+            Some(text) => {
+                let mode = match head_tree.get_path(&p) {
+                    Ok(e) if e.filemode() == i32::from(git2::FileMode::BlobExecutable) => {
+                        git2::FileMode::BlobExecutable
+                    }
+                    _ => git2::FileMode::Blob,
+                };
+                let oid = blob(repo, &p, text)?;
+                update.upsert(git_path(&p), oid, mode);
+                staged.push((p, Some((oid, mode))));
+            }
+            None => {
+                update.remove(git_path(&p));
+                staged.push((p, None));
+            }
+        }
+    }
+    let tree = repo.find_tree(update.create_updated(repo, head_tree)?)?;
+    Ok((tree, staged))
+}
+
+/// Move the branch to the commit `oid`: a new `branch` made current, or the branch HEAD names
+/// (`moved`), or a detached HEAD, each from where HEAD was.
+fn move_ref(
+    repo: &git2::Repository,
+    branch: Option<&str>,
+    moved: Option<&str>,
+    head: Option<&git2::Commit>,
+    oid: git2::Oid,
+    message: &str,
+) -> Result<(), EmitError> {
+    let subject = message.lines().next().unwrap_or_default();
+    let reflog = match &head {
+        Some(_) => format!("commit: {subject}"),
+        None => format!("commit (initial): {subject}"),
+    };
+    match (branch, moved, head) {
+        (Some(_), Some(refname), _) => {
+            repo.reference(refname, oid, false, &reflog)?;
+            if let Err(e) = repo.set_head(refname) {
+                if let Ok(mut r) = repo.find_reference(refname) {
+                    let _ = r.delete();
+                }
+                return Err(e.into());
+            }
+        }
+        (None, Some(refname), Some(parent)) => {
+            repo.reference_matching(refname, oid, true, parent.id(), &reflog)?;
+        }
+        (None, Some(refname), None) => {
+            repo.reference(refname, oid, false, &reflog)?;
+        }
+        (None, None, Some(parent)) => {
+            repo.reference_matching("HEAD", oid, true, parent.id(), &reflog)?;
+        }
+        _ => {
+            return Err(git2::Error::from_str("HEAD names no branch and no commit").into());
+        }
+    }
+    Ok(())
+}
+
+/// Each touched path and what it is staged as: a blob and its mode, or `None` (removed).
+type Staged = Vec<(PathBuf, Option<(git2::Oid, git2::FileMode)>)>;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::ObjectKey;
-use crate::model::{FLUX_KUSTOMIZE_GROUP, LayerRef, Model};
+use crate::model::{FLUX_KUSTOMIZE_GROUP, Layer, LayerRef, Model};
 
 use super::clusters::cluster_keys;
 use super::consequence::consequence;
@@ -51,18 +51,6 @@ pub(super) fn play_cluster(
     let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
         ids.iter().map(|id| (id, after.inventory(id))).collect();
     // Which layers apply each object, before and after: what the steps ask of every object.
-    let index = |inv: &BTreeMap<&LayerRef, Vec<Applied>>| {
-        let mut by_key: Appliers = HashMap::default();
-        for (id, objects) in inv {
-            for o in objects {
-                by_key
-                    .entry((o.key.clone(), o.scope.clone()))
-                    .or_default()
-                    .push(((*id).clone(), o.bindings.clone()));
-            }
-        }
-        by_key
-    };
     let (applied_before, applied_after) = (index(&inv_before), index(&inv_after));
     // The layers applying `x` (in a variant it can meet), as one side says.
     let appliers = |side: &Appliers, x: &Applied| -> Vec<LayerRef> {
@@ -148,57 +136,15 @@ pub(super) fn play_cluster(
             };
             if outcome == LeaveOutcome::Deleted {
                 let recreated_by = applied_by.first().cloned();
-                let (mut consequence, mut effect) = consequence(x, recreated_by.is_some());
-                // A removed layer's Kustomization: what goes with it is its own step's business.
-                let removed_layer = before.layers.keys().find(|l| {
-                    x.key.group() == FLUX_KUSTOMIZE_GROUP
-                        && x.key.kind == "Kustomization"
-                        && l.name == x.key.name.as_str()
-                        && x.key
-                            .namespace
-                            .as_deref()
-                            .is_some_and(|ns| ns == l.namespace)
-                        && !after.layers.contains_key(*l)
-                });
-                if let Some(l) = removed_layer.and_then(|l| before.layer(l))
-                    && recreated_by.is_none()
-                    && !deletes_inventory(l)
-                {
-                    consequence = Consequence::Removed;
-                    effect = format!(
-                        "Flux Kustomization {} is deleted; its deletionPolicy ({}, prune: {}) leaves what it applied in the cluster, unmanaged",
-                        l.id,
-                        l.spec.deletion_policy(),
-                        l.prune
-                    );
-                }
-                let mut cause = match (&recreated_by, a) {
-                    (Some(m), Some(_)) if ordered_before(&after, m).contains(id) => format!(
-                        "it leaves {id}'s inventory, and {m} depends on {id}: {id} prunes it before {m} applies it"
-                    ),
-                    (Some(m), Some(_)) => format!(
-                        "it leaves {id}'s inventory and {id} may prune it before {m} applies it: nothing orders {m} first"
-                    ),
-                    (None, Some(_)) => format!("it leaves {id}'s inventory and {id} prunes it"),
-                    (_, None) => format!(
-                        "{id} is removed and its deletionPolicy ({}) deletes its inventory",
-                        b.map_or("", |b| b.spec.deletion_policy())
-                    ),
-                };
-                if x.scope.is_some() {
-                    cause.push_str(&format!(
-                        "; its name depends on postBuild: {id} substitutes the ${{…}} in it, so a layer that substitutes other values applies another object of the same text"
-                    ));
-                }
-                deletions.push(Deletion {
-                    cluster,
-                    object: x.key.clone(),
-                    deleted_by: id.clone(),
+                deletions.push(deletion(
+                    &before,
+                    &after,
+                    id,
+                    (b, a),
+                    x,
                     recreated_by,
-                    consequence,
-                    effect,
-                    cause,
-                });
+                    cluster,
+                ));
             }
             leaves.push(Leaving {
                 object: x.key.clone(),
@@ -225,6 +171,84 @@ pub(super) fn play_cluster(
         root: root.to_string(),
         steps,
         deletions,
+    }
+}
+
+/// Which layers apply each object of the inventories `inv`.
+fn index(inv: &BTreeMap<&LayerRef, Vec<Applied>>) -> Appliers {
+    let mut by_key: Appliers = HashMap::default();
+    for (id, objects) in inv {
+        for o in objects {
+            by_key
+                .entry((o.key.clone(), o.scope.clone()))
+                .or_default()
+                .push(((*id).clone(), o.bindings.clone()));
+        }
+    }
+    by_key
+}
+
+/// The deletion of `x`, which leaves the inventory of layer `id` (`b` before, `a` after) and
+/// which `id`'s prune deletes; `recreated_by`: the layer that applies it again, if one does.
+fn deletion(
+    before: &Side,
+    after: &Side,
+    id: &LayerRef,
+    (b, a): (Option<&Layer>, Option<&Layer>),
+    x: &Applied,
+    recreated_by: Option<LayerRef>,
+    cluster: usize,
+) -> Deletion {
+    let (mut consequence, mut effect) = consequence(x, recreated_by.is_some());
+    // A removed layer's Kustomization: what goes with it is its own step's business.
+    let removed_layer = before.layers.keys().find(|l| {
+        x.key.group() == FLUX_KUSTOMIZE_GROUP
+            && x.key.kind == "Kustomization"
+            && l.name == x.key.name.as_str()
+            && x.key
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| ns == l.namespace)
+            && !after.layers.contains_key(*l)
+    });
+    if let Some(l) = removed_layer.and_then(|l| before.layer(l))
+        && recreated_by.is_none()
+        && !deletes_inventory(l)
+    {
+        consequence = Consequence::Removed;
+        effect = format!(
+            "Flux Kustomization {} is deleted; its deletionPolicy ({}, prune: {}) leaves what it applied in the cluster, unmanaged",
+            l.id,
+            l.spec.deletion_policy(),
+            l.prune
+        );
+    }
+    let mut cause = match (&recreated_by, a) {
+        (Some(m), Some(_)) if ordered_before(after, m).contains(id) => format!(
+            "it leaves {id}'s inventory, and {m} depends on {id}: {id} prunes it before {m} applies it"
+        ),
+        (Some(m), Some(_)) => format!(
+            "it leaves {id}'s inventory and {id} may prune it before {m} applies it: nothing orders {m} first"
+        ),
+        (None, Some(_)) => format!("it leaves {id}'s inventory and {id} prunes it"),
+        (_, None) => format!(
+            "{id} is removed and its deletionPolicy ({}) deletes its inventory",
+            b.map_or("", |b| b.spec.deletion_policy())
+        ),
+    };
+    if x.scope.is_some() {
+        cause.push_str(&format!(
+            "; its name depends on postBuild: {id} substitutes the ${{…}} in it, so a layer that substitutes other values applies another object of the same text"
+        ));
+    }
+    Deletion {
+        cluster,
+        object: x.key.clone(),
+        deleted_by: id.clone(),
+        recreated_by,
+        consequence,
+        effect,
+        cause,
     }
 }
 

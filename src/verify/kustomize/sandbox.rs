@@ -16,7 +16,9 @@ use crate::load::Repo;
 use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, Model, join};
 use crate::parse::{Value, YamlFile};
 
-use super::kustfile::{self, Ref, RefKind};
+use super::go_yaml::first_tag;
+use super::kustfile::{self, Ref};
+use super::schema::RefKind;
 
 /// How a file enters the sandbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -485,7 +487,7 @@ fn flux_overlays(model: &Model, layer: &Layer) -> Result<Overlays, String> {
         .docs
         .get(obj.doc)
         .map_or(&yaml.text[..], |d| &yaml.text[d.region.start..d.region.end]);
-    if let Some((line, _)) = kustfile::first_tag(region) {
+    if let Some((line, _)) = first_tag(region) {
         let first = yaml
             .docs
             .get(obj.doc)
