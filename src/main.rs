@@ -130,7 +130,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
                     None,
                 );
                 let fix_of = |f: &fluxmend::rules::Finding| {
-                    fluxmend::changes::contents(&repo, &f.fix.as_ref()?.changes).ok()
+                    fluxmend::changes::contents(&repo, &f.fix()?.changes).ok()
                 };
                 fluxmend::emit::sarif::check_sarif(
                     &plan.findings,
@@ -386,7 +386,7 @@ fn simulate(args: SimulateArgs) -> Result<ExitCode, ExitCode> {
                     "fluxmend: {}: at {}: {}: {}",
                     d.severity,
                     fluxmend::emit::escape::terminal(rev),
-                    fluxmend::emit::escape::terminal(&d.file),
+                    fluxmend::emit::escape::terminal(d.file()),
                     fluxmend::emit::escape::terminal(&d.message)
                 );
             }
