@@ -1,6 +1,7 @@
 //! What a rule reports: a finding, built through [`Draft`] (what a rule knows) and completed by
 //! [`super::run`] (what only the whole run knows: the column a rule leaves open, the clusters),
-//! and its remedy, one of four things.
+//! and its remedy: a fix, a ride on another finding's fix, no fix, a fix withheld, or one a gate
+//! dropped.
 
 use std::fmt;
 
@@ -81,7 +82,7 @@ impl Finding {
 }
 
 /// `summary` and `details` as one text, a space between sentences.
-pub(crate) fn compose(summary: &str, details: &[String]) -> String {
+fn compose(summary: &str, details: &[String]) -> String {
     std::iter::once(summary)
         .chain(details.iter().map(String::as_str))
         .collect::<Vec<_>>()
@@ -107,7 +108,7 @@ pub struct Draft {
     masked_objects: usize,
     /// Set by the rule, always: [`Draft::remedy`].
     remedy: Option<Remedy>,
-    pub(crate) fix_group: Option<(usize, usize)>,
+    fix_group: Option<(usize, usize)>,
 }
 
 impl Draft {
