@@ -143,32 +143,33 @@ impl Draft {
         self
     }
 
-    /// A fix shared by the findings of `group`: this one carries it when `first`, else rides
-    /// on the first at `place`; `Err`: why none of them has one.
-    pub fn shared(
-        mut self,
-        group: (usize, usize),
-        fix: &Result<Fix, String>,
-        first: bool,
-        place: &str,
-    ) -> Self {
-        self.fix_group = Some(group);
-        self.remedy(match (fix, first) {
-            (Ok(fix), true) => Remedy::Fix(fix.clone()),
-            (Ok(_), false) => Remedy::RidesOn {
-                place: place.to_string(),
-            },
-            (Err(reason), _) => Remedy::NoFix(reason.clone()),
-        })
-    }
-
     /// The fix when the rule planned one, else why it could not.
     pub fn planned(self, fix: Result<Fix, String>) -> Self {
         self.remedy(fix.map_or_else(Remedy::NoFix, Remedy::Fix))
     }
 
+    /// Findings one fix resolves together (`group`, an identifier within the rule): the first
+    /// carries `fix`, the others ride on it; `Err`: why none of them has one.
+    pub fn share(
+        drafts: Vec<Draft>,
+        group: (usize, usize),
+        fix: &Result<Fix, String>,
+    ) -> impl Iterator<Item = Draft> {
+        let first = drafts.first().map(Draft::place).unwrap_or_default();
+        drafts.into_iter().enumerate().map(move |(i, mut draft)| {
+            draft.fix_group = Some(group);
+            draft.remedy(match fix {
+                Ok(fix) if i == 0 => Remedy::Fix(fix.clone()),
+                Ok(_) => Remedy::RidesOn {
+                    place: first.clone(),
+                },
+                Err(reason) => Remedy::NoFix(reason.clone()),
+            })
+        })
+    }
+
     /// `file:line`, as a finding that rides on this one's fix names it.
-    pub(crate) fn place(&self) -> String {
+    fn place(&self) -> String {
         format!("{}:{}", self.file, self.line)
     }
 

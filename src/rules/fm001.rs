@@ -54,14 +54,11 @@ impl Rule for FluxInstanceInGatedLayer {
             }
             let own = own_layer(model, &mut analysis, layer_id);
             let fix = plan_fix(model, layer_id, &gated, &own);
-            let mut first = String::new();
-            for (i, (variant, r)) in gated.iter().enumerate() {
-                let finding = describe(model, layer_id, variant, r, own.is_ok());
-                if i == 0 {
-                    first = finding.place();
-                }
-                findings.push(finding.shared((layer_id, 0), &fix, i == 0, &first));
-            }
+            let found = gated
+                .iter()
+                .map(|(variant, r)| describe(model, layer_id, variant, r, own.is_ok()))
+                .collect();
+            findings.extend(Draft::share(found, (layer_id, 0), &fix));
         }
         findings
     }

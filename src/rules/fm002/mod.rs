@@ -95,10 +95,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .collect();
                 // The fix rides on the finding reported first.
                 found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-                let first = found.first().map(Draft::place).unwrap_or_default();
-                for (i, finding) in found.into_iter().enumerate() {
-                    findings.push(finding.shared((layer_id, vi), &fix, i == 0, &first));
-                }
+                findings.extend(Draft::share(found, (layer_id, vi), &fix));
             }
         }
         findings
