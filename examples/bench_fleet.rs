@@ -566,7 +566,7 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         model.layers.len(),
         model.live_layers().count(),
         findings.len(),
-        findings.iter().filter(|f| f.fix.is_some()).count(),
+        findings.iter().filter(|f| f.fix().is_some()).count(),
         repo.diagnostics.len() + model.diagnostics.len(),
     );
     if fix {
@@ -607,7 +607,7 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
             " verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={} report_bytes={}",
             ms(t4, t5),
             ms(t5, t6),
-            plan.findings.iter().filter(|f| f.fix.is_some()).count(),
+            plan.findings.iter().filter(|f| f.fix().is_some()).count(),
             plan.files.len(),
             diff.len(),
             report.len()

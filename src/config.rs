@@ -82,8 +82,10 @@ impl Config {
         };
         config.file = shown_from(root, path);
         for d in &mut config.diagnostics {
-            if d.file == FILE {
-                d.file = config.file.clone();
+            if let Some(file) = d.place.file_mut()
+                && file == FILE
+            {
+                *file = config.file.clone();
             }
         }
         config
@@ -359,7 +361,10 @@ mod tests {
         config
             .diagnostics
             .iter()
-            .map(|d| (d.line.unwrap(), d.column.unwrap(), d.message.as_str()))
+            .map(|d| {
+                let (line, column) = d.place.position().unwrap();
+                (line, column, d.message.as_str())
+            })
             .collect()
     }
 

@@ -19,33 +19,95 @@ impl std::fmt::Display for Severity {
     }
 }
 
+/// A place in the repository: a file (relative to the root) and a 1-based line and column (in
+/// characters), as findings and suppressions point at it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Location {
+    /// `file:line:column`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Where a diagnostic points: the repository itself, a whole file, or a location in a file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    Repository,
+    File(String),
+    At(Location),
+}
+
+impl Place {
+    /// The file, relative to the repository root (`""` for the repository itself).
+    pub fn file(&self) -> &str {
+        match self {
+            Place::Repository => "",
+            Place::File(file) => file,
+            Place::At(location) => &location.file,
+        }
+    }
+
+    /// The file, to rename it (`None` for the repository itself).
+    pub fn file_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Place::Repository => None,
+            Place::File(file) => Some(file),
+            Place::At(location) => Some(&mut location.file),
+        }
+        .filter(|file| !file.is_empty())
+    }
+
+    /// The 1-based line and column, where known.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            Place::At(location) => Some((location.line, location.column)),
+            _ => None,
+        }
+    }
+}
+
 /// A problem or a skip in the repository, with its place.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
-    /// Path relative to the repository root (`""` for the repository itself).
-    pub file: String,
-    pub line: Option<usize>,
-    pub column: Option<usize>,
+    pub place: Place,
     pub message: String,
 }
 
 impl Diagnostic {
+    /// A diagnostic about `file` (`""`: the repository itself).
     pub fn new(severity: Severity, file: &str, message: String) -> Self {
+        let place = if file.is_empty() {
+            Place::Repository
+        } else {
+            Place::File(file.to_string())
+        };
         Diagnostic {
             severity,
-            file: file.to_string(),
-            line: None,
-            column: None,
+            place,
             message,
         }
     }
 
     /// Place the diagnostic at a 1-based line and column.
     pub fn at(mut self, line: usize, column: usize) -> Self {
-        self.line = Some(line);
-        self.column = Some(column);
+        self.place = Place::At(Location {
+            file: self.place.file().to_string(),
+            line,
+            column,
+        });
         self
+    }
+
+    /// The file it is about, relative to the repository root (`""` for the repository itself).
+    pub fn file(&self) -> &str {
+        self.place.file()
     }
 }
 

@@ -12,7 +12,7 @@ use common::{TempRepo, command_args};
 use fluxmend::edit::{Changeset, FileOp, TextEdit};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
-use fluxmend::rules::{Finding, Fix};
+use fluxmend::rules::{Finding, Fix, Remedy};
 use fluxmend::verify::gates::{self, Gate, GateFailure, VerifyMode};
 use fluxmend::verify::kustomize::Tool;
 
@@ -92,7 +92,7 @@ impl Setup {
             .into_iter()
             .find(|f| f.layer.name == "apps")
             .expect("an FM001 finding in apps");
-        assert!(f.fix.is_some(), "the rule offers a fix: {f:?}");
+        assert!(f.fix().is_some(), "the rule offers a fix: {f:?}");
         f
     }
 
@@ -137,7 +137,7 @@ impl Setup {
 /// The finding with `changes` as its fix (optionally on top of the rule's own fix).
 fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding {
     let mut changes = if with_rule_fix {
-        finding.fix.as_ref().unwrap().changes.clone()
+        finding.fix().unwrap().changes.clone()
     } else {
         Changeset::default()
     };
@@ -145,7 +145,7 @@ fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding 
         .merge(&extra)
         .expect("planted edits do not overlap the rule's");
     let mut f = finding.clone();
-    f.fix = Some(Fix::new("a deliberately wrong fix".into(), "none", changes));
+    f.remedy = Remedy::Fix(Fix::new("a deliberately wrong fix".into(), "none", changes));
     f
 }
 
@@ -323,7 +323,7 @@ fn convergence_counts_the_findings_left_at_one_place() {
     };
     assert_eq!(errors().count(), 2, "{findings:?}");
     let fixable = errors()
-        .find(|f| f.fix.is_some())
+        .find(|f| f.fix().is_some())
         .expect("the namespace miss has a fix");
     assert!(s.verify(&model, fixable, None).is_ok());
     let path = "flux/instance.yaml";
@@ -392,8 +392,8 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
     );
     assert!(plan.files.is_empty());
     let kept = &plan.findings[0];
-    assert!(kept.fix.is_none());
-    let reason = kept.no_fix_reason.as_deref().unwrap();
+    assert!(kept.fix().is_none());
+    let reason = kept.remedy.reason().unwrap();
     assert!(
         reason.starts_with("fix dropped: kustomize gate") && reason.contains("data.patched"),
         "{reason}"
@@ -577,7 +577,7 @@ fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
     let findings = fluxmend::rules::run(&model, &["FM001".to_string()]);
     let finding = findings
         .iter()
-        .find(|f| f.fix.is_some())
+        .find(|f| f.fix().is_some())
         .expect("a fixed finding");
     // The move alone: what phase 2 changes, applied without phase 1's protection.
     let mut changes = Changeset::default();
@@ -618,14 +618,11 @@ fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
     let protected = Repo::load(&common::fixture(case, "phase1")).unwrap();
     let pmodel = Model::build(&protected, &options);
     let pfindings = fluxmend::rules::run(&pmodel, &["FM001".to_string()]);
-    let pf = pfindings.iter().find(|f| f.fix.is_some()).expect("phase 2");
-    assert!(
-        pf.fix
-            .as_ref()
-            .unwrap()
-            .description
-            .starts_with("phase 2 of 2")
-    );
+    let pf = pfindings
+        .iter()
+        .find(|f| f.fix().is_some())
+        .expect("phase 2");
+    assert!(pf.fix().unwrap().description.starts_with("phase 2 of 2"));
     gates::builtin_gate(&protected, &pmodel, &options, pf).expect("phase 2 passes");
 }
 
@@ -644,7 +641,7 @@ fn expect_apply_context_refusal(settings: &str, field: &str, planted: impl Fn(&s
     let finding = s.finding(&model);
     gates::builtin_gate(&s.repo, &model, &s.options, &finding)
         .unwrap_or_else(|e| panic!("the rule's own fix carries {field}: {e}"));
-    let fix = finding.fix.as_ref().unwrap();
+    let fix = finding.fix().unwrap();
     let new_layer = "clusters/prod/flux-instance.yaml";
     let Some(FileOp::Create(text)) = fix.changes.files.get(new_layer) else {
         panic!(
@@ -663,7 +660,7 @@ fn expect_apply_context_refusal(settings: &str, field: &str, planted: impl Fn(&s
     changes
         .files
         .insert(new_layer.to_string(), FileOp::Create(wrong));
-    bad.fix = Some(Fix::new("a deliberately wrong fix".into(), "none", changes));
+    bad.remedy = Remedy::Fix(Fix::new("a deliberately wrong fix".into(), "none", changes));
     expect_gate(
         gates::builtin_gate(&s.repo, &model, &s.options, &bad),
         Gate::ApplyContext,

@@ -68,7 +68,7 @@ fn listing(dir: &Path) -> Vec<String> {
 fn diagnostic_files(repo: &Repo) -> Vec<(String, String)> {
     repo.diagnostics
         .iter()
-        .map(|d| (d.file.clone(), d.message.clone()))
+        .map(|d| (d.file().to_string(), d.message.clone()))
         .collect()
 }
 

@@ -93,7 +93,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitStatus, UsageError> {
                     None,
                 );
                 let fix_of = |f: &fluxmend::rules::Finding| {
-                    fluxmend::changes::contents(&repo, &f.fix.as_ref()?.changes).ok()
+                    fluxmend::changes::contents(&repo, &f.fix()?.changes).ok()
                 };
                 fluxmend::emit::sarif::check_sarif(
                     &plan.findings,

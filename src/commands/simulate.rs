@@ -110,7 +110,7 @@ fn simulate_from(args: &SimulateArgs, from: &str) -> Result<ExitStatus, UsageErr
                 "fluxmend: {}: at {}: {}: {}",
                 d.severity,
                 fluxmend::emit::escape::terminal(rev),
-                fluxmend::emit::escape::terminal(&d.file),
+                fluxmend::emit::escape::terminal(d.file()),
                 fluxmend::emit::escape::terminal(&d.message)
             );
         }

@@ -288,15 +288,17 @@ pub(crate) fn below_path(
             *path = path[dir.len()..].to_string();
         }
     };
-    findings.retain(|f| f.file.starts_with(&dir));
-    findings.iter_mut().for_each(|f| relative(&mut f.file));
-    suppressed.retain(|s| s.finding.file.starts_with(&dir));
+    findings.retain(|f| f.location.file.starts_with(&dir));
+    findings
+        .iter_mut()
+        .for_each(|f| relative(&mut f.location.file));
+    suppressed.retain(|s| s.finding.location.file.starts_with(&dir));
     suppressed
         .iter_mut()
-        .for_each(|s| relative(&mut s.finding.file));
-    diagnostics.retain(|d| d.file.is_empty() || d.file.starts_with(&dir));
+        .for_each(|s| relative(&mut s.finding.location.file));
+    diagnostics.retain(|d| d.file().is_empty() || d.file().starts_with(&dir));
     diagnostics
         .iter_mut()
-        .filter(|d| !d.file.is_empty())
-        .for_each(|d| relative(&mut d.file));
+        .filter_map(|d| d.place.file_mut())
+        .for_each(relative);
 }

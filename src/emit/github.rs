@@ -36,7 +36,7 @@ fn property(text: &str) -> String {
 pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &str) -> String {
     let mut out = String::new();
     for f in findings {
-        let fixable = if f.fix.is_some() {
+        let fixable = if f.fix().is_some() {
             " (fixable: `fluxmend fix`)"
         } else {
             ""
@@ -45,11 +45,11 @@ pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &s
             out,
             "::{} file={},line={},col={},title={}::{}{}",
             command(f.severity),
-            property(&format!("{prefix}{}", f.file)),
-            f.line,
-            f.column,
+            property(&format!("{prefix}{}", f.location.file)),
+            f.location.line,
+            f.location.column,
             property(&format!("fluxmend {}", f.rule)),
-            data(&f.message),
+            data(&f.message()),
             data(fixable)
         );
     }
@@ -58,12 +58,16 @@ pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &s
         .filter(|d| d.severity >= Severity::Warning)
     {
         let mut place = String::new();
-        if !d.file.is_empty() {
-            let _ = write!(place, " file={}", property(&format!("{prefix}{}", d.file)));
-            if let Some(line) = d.line {
+        if !d.file().is_empty() {
+            let _ = write!(
+                place,
+                " file={}",
+                property(&format!("{prefix}{}", d.file()))
+            );
+            if let Some((line, _)) = d.place.position() {
                 let _ = write!(place, ",line={line}");
             }
-            if let Some(column) = d.column {
+            if let Some((_, column)) = d.place.position() {
                 let _ = write!(place, ",col={column}");
             }
             place.push(',');

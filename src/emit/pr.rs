@@ -22,7 +22,7 @@ const SUBJECT_MAX: usize = 90;
 /// `move FluxInstance out of infrastructure-controllers (phase 2 of 2)`,
 /// `remove ignored healthChecks from apps`.
 fn action(f: &Finding) -> Option<String> {
-    let fix = f.fix.as_ref()?;
+    let fix = f.fix()?;
     let phase = fix
         .phase
         .as_ref()
@@ -45,10 +45,10 @@ pub fn subject(plan: &Plan) -> String {
     let rules: BTreeSet<&str> = plan
         .findings
         .iter()
-        .filter(|f| f.fix.is_some())
+        .filter(|f| f.fix().is_some())
         .map(|f| f.rule)
         .collect();
-    let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
+    let fixed = plan.findings.iter().filter(|f| f.fix().is_some()).count();
     format!(
         "fluxmend: fix {fixed} finding{} ({})",
         if fixed == 1 { "" } else { "s" },
@@ -67,8 +67,8 @@ pub fn body(plan: &Plan) -> String {
     let mut out = String::new();
     out.push_str("## Findings\n\n");
     let mut tradeoffs_said = BTreeSet::new();
-    for f in plan.findings.iter().filter(|f| f.fix.is_some()) {
-        let fix = f.fix.as_ref().expect("filtered");
+    for f in plan.findings.iter().filter(|f| f.fix().is_some()) {
+        let fix = f.fix().expect("filtered");
         wrap(
             &mut out,
             "- ",
@@ -78,8 +78,8 @@ pub fn body(plan: &Plan) -> String {
                 f.rule,
                 md_code(&f.object.to_string()),
                 md_code(&f.layer.to_string()),
-                md_code(&format!("{}:{}", f.file, f.line)),
-                md_text(&f.message)
+                md_code(&format!("{}:{}", f.location.file, f.location.line)),
+                md_text(&f.message())
             ),
         );
         wrap(
@@ -127,7 +127,7 @@ pub fn body(plan: &Plan) -> String {
             );
         }
     }
-    let unfixed = plan.findings.iter().filter(|f| f.fix.is_none()).count();
+    let unfixed = plan.findings.iter().filter(|f| f.fix().is_none()).count();
     if unfixed > 0 {
         out.push('\n');
         wrap(
@@ -168,7 +168,7 @@ pub fn body(plan: &Plan) -> String {
             &format!(
                 "Verified before writing: {} (the repository renders the same objects, and \
                  the rollout deletes nothing live).",
-                plan.verified_by.join(" + ")
+                plan.verifier_names().join(" + ")
             ),
         );
     }
@@ -184,7 +184,7 @@ pub fn body(plan: &Plan) -> String {
     let rules: BTreeSet<&str> = plan
         .findings
         .iter()
-        .filter(|f| f.fix.is_some())
+        .filter(|f| f.fix().is_some())
         .map(|f| f.rule)
         .collect();
     let explain: Vec<String> = rules

@@ -97,7 +97,7 @@ pub fn check_text(
     let mut out = String::new();
     let mut writer = FindingWriter::new(shown);
     for f in findings.iter().filter(|f| shown.shows(f.severity)) {
-        if writer.write(&mut out, f, base) && f.fix.is_some() {
+        if writer.write(&mut out, f, base) && f.fix().is_some() {
             text::detail(&mut out, "fix", "available: `fluxmend fix` shows it");
         }
     }
@@ -172,11 +172,11 @@ fn no_root_hint(out: &mut String) {
 /// `file:line:column: severity: message` (the root itself for the repository), below `base`,
 /// wrapped like a finding's headline.
 fn diagnostic_line(out: &mut String, d: &Diagnostic, base: &str) {
-    let place = match (d.line, d.column) {
-        (Some(l), Some(c)) => format!("{base}{}:{l}:{c}", d.file),
-        _ if d.file.is_empty() && base.is_empty() => ".".to_string(),
-        _ if d.file.is_empty() => base.trim_end_matches('/').to_string(),
-        _ => format!("{base}{}", d.file),
+    let place = match d.place.position() {
+        Some((l, c)) => format!("{base}{}:{l}:{c}", d.file()),
+        _ if d.file().is_empty() && base.is_empty() => ".".to_string(),
+        _ if d.file().is_empty() => base.trim_end_matches('/').to_string(),
+        _ => format!("{base}{}", d.file()),
     };
     text::headline(out, &place, None, d.severity, &d.message);
 }
@@ -444,7 +444,7 @@ impl Standing {
             findings: plan
                 .findings
                 .iter()
-                .filter(|f| f.fix.is_none() && fails(f.severity))
+                .filter(|f| f.fix().is_none() && fails(f.severity))
                 .count(),
             diagnostics: diagnostics.iter().filter(|d| fails(d.severity)).count(),
         }
@@ -476,12 +476,12 @@ pub fn fix_text(
     for f in plan
         .findings
         .iter()
-        .filter(|f| shown.shows(f.severity) || (shown.detail && f.fix.is_some()))
+        .filter(|f| shown.shows(f.severity) || (shown.detail && f.fix().is_some()))
     {
         if !writer.write(&mut out, f, base) {
             continue;
         }
-        match (&f.fix, &f.no_fix_reason) {
+        match (f.fix(), f.remedy.reason()) {
             (Some(fix), _) => {
                 text::detail(&mut out, "fix", &fix.description);
                 // The same rule's same kind of fix costs the same: said once.
@@ -503,7 +503,7 @@ pub fn fix_text(
                     text::detail(&mut out, "afterwards", &p.stays);
                 }
             }
-            (None, Some(reason)) => text::detail(&mut out, "no fix", reason),
+            (None, Some(reason)) => text::detail(&mut out, "no fix", &reason),
             (None, None) => {}
         }
     }
@@ -516,7 +516,7 @@ pub fn fix_text(
             count(&by_severity(diagnostics.iter().map(|d| d.severity)))
         );
         // Fixed notes were shown above, with their fix.
-        let unfixed = plan.findings.iter().filter(|f| f.fix.is_none());
+        let unfixed = plan.findings.iter().filter(|f| f.fix().is_none());
         hidden_notes(&mut line, unfixed.map(|f| f.severity), diagnostics, shown);
         text::wrap(&mut out, "", text::CONTINUATION, &line);
     }
@@ -568,7 +568,7 @@ fn verified_text(plan: &crate::verify::Plan) -> String {
     if plan.verified_by.is_empty() {
         return "NOT VERIFIED (--verify off)".to_string();
     }
-    let gates = plan.verified_by.join(" + ");
+    let gates = plan.verifier_names().join(" + ");
     match plan.kustomize_layers {
         Some((built, affected)) => format!(
             "verified: {gates} ({built} of {} built)",

@@ -67,7 +67,7 @@ struct Help {
 
 #[derive(Serialize)]
 struct Message<'a> {
-    text: &'a str,
+    text: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Serialize)]
@@ -198,18 +198,24 @@ pub fn fingerprint(f: &Finding) -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-fn location(prefix: &str, file: &str, line: Option<usize>, column: Option<usize>) -> Location {
+/// A SARIF location: `file` below `prefix`, and its line and column when known.
+fn location(prefix: &str, file: &str, position: Option<(usize, usize)>) -> Location {
     Location {
         physical_location: PhysicalLocation {
             artifact_location: ArtifactLocation {
                 uri: format!("{prefix}{file}"),
             },
-            region: line.map(|start_line| Region {
+            region: position.map(|(start_line, column)| Region {
                 start_line,
-                start_column: column,
+                start_column: Some(column),
             }),
         },
     }
+}
+
+/// A finding's or a suppression's location.
+fn placed(prefix: &str, at: &crate::diagnostics::Location) -> Location {
+    location(prefix, &at.file, Some((at.line, at.column)))
 }
 
 /// A 1-based (line, column in characters) position of a byte offset.
@@ -254,7 +260,7 @@ fn replacement<'a>(before: &str, after: &'a str) -> Replacement<'a> {
             end_column,
         },
         inserted_content: Message {
-            text: &after[prefix..after.len() - suffix],
+            text: after[prefix..after.len() - suffix].into(),
         },
     }
 }
@@ -275,7 +281,9 @@ fn fixes<'a>(description: &'a str, files: &'a [FileChange], prefix: &str) -> [Sa
         })
         .collect();
     [SarifFix {
-        description: Message { text: description },
+        description: Message {
+            text: description.into(),
+        },
         artifact_changes,
     }]
 }
@@ -290,11 +298,13 @@ fn result<'a>(
         rule_id: f.rule,
         rule_index: catalogue.iter().position(|r| r.meta().id == f.rule),
         level: level(f.severity),
-        message: Message { text: &f.message },
-        locations: [location(prefix, &f.file, Some(f.line), Some(f.column))],
+        message: Message {
+            text: f.message().into(),
+        },
+        locations: [placed(prefix, &f.location)],
         partial_fingerprints: BTreeMap::from([("fluxmend/v1", fingerprint(f))]),
         properties: Properties {
-            fixable: f.fix.is_some(),
+            fixable: f.fix().is_some(),
         },
         fixes: None,
         suppressions: None,
@@ -323,8 +333,12 @@ pub fn check_sarif(
             ReportingDescriptor {
                 id: m.id,
                 name: m.name,
-                short_description: Message { text: m.summary },
-                full_description: Message { text: m.summary },
+                short_description: Message {
+                    text: m.summary.into(),
+                },
+                full_description: Message {
+                    text: m.summary.into(),
+                },
                 help_uri: help_uri(m.id),
                 help: Help {
                     text: m.doc_text(),
@@ -336,15 +350,14 @@ pub fn check_sarif(
     // The fixes' file changes, owned here: results borrow their inserted texts.
     let fix_files: Vec<Option<Vec<FileChange>>> = findings
         .iter()
-        .map(|f| f.fix.as_ref().and_then(|_| fix_of(f)))
+        .map(|f| f.fix().and_then(|_| fix_of(f)))
         .collect();
     let mut results: Vec<SarifResult> = findings
         .iter()
         .zip(&fix_files)
         .map(|(f, files)| SarifResult {
             fixes: f
-                .fix
-                .as_ref()
+                .fix()
                 .zip(files.as_deref())
                 .map(|(fix, files)| fixes(&fix.description, files, prefix)),
             ..result(&catalogue, prefix, f)
@@ -354,7 +367,7 @@ pub fn check_sarif(
         suppressions: Some([SarifSuppression {
             kind: "inSource",
             justification: &s.by.reason,
-            location: location(prefix, &s.by.file, Some(s.by.line), Some(s.by.column)),
+            location: placed(prefix, &s.by.location),
         }]),
         ..result(&catalogue, prefix, &s.finding)
     }));
@@ -362,8 +375,11 @@ pub fn check_sarif(
         .iter()
         .map(|d| Notification {
             level: level(d.severity),
-            message: Message { text: &d.message },
-            locations: (!d.file.is_empty()).then(|| [location(prefix, &d.file, d.line, d.column)]),
+            message: Message {
+                text: d.message.as_str().into(),
+            },
+            locations: (!d.file().is_empty())
+                .then(|| [location(prefix, d.file(), d.place.position())]),
         })
         .collect();
     json::to_string(&Log {

@@ -42,46 +42,22 @@ pub fn place_style() -> Style {
     Style::new().bold()
 }
 
-/// A finding's message split into a one-line summary and the sentences of its detail; the first
-/// detail is the rest of the headline's sentence when the headline was cut there.
-pub fn split_message(message: &str) -> (String, Vec<String>, bool) {
-    let mut sentences = sentences(message);
-    let mut headline = if sentences.is_empty() {
-        String::new()
-    } else {
-        sentences.remove(0)
-    };
-    let mut cut_here = false;
-    if headline.chars().count() > HEADLINE_MAX
-        && let Some(cut) = clause_cut(&headline)
-    {
-        cut_here = true;
-        let rest = headline[cut..]
-            .trim_start_matches([',', ':', ';', '—', ' '])
-            .trim()
-            .to_string();
-        headline.truncate(cut);
-        sentences.insert(0, rest);
+/// A finding's summary as a headline: one line, unless it is longer than [`HEADLINE_MAX`],
+/// then cut at a clause boundary, the rest of its sentence returned to go first in the detail.
+pub fn cut_summary(summary: &str) -> (String, Option<String>) {
+    if summary.chars().count() <= HEADLINE_MAX {
+        return (summary.to_string(), None);
     }
-    (headline, sentences, cut_here)
-}
-
-/// The sentences of a message: split after `. ` when a capital letter follows.
-fn sentences(message: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = message.as_bytes();
-    for (i, _) in message.match_indices(". ") {
-        if bytes.get(i + 2).is_some_and(u8::is_ascii_uppercase) {
-            out.push(message[start..=i].trim().to_string());
-            start = i + 2;
+    match clause_cut(summary) {
+        Some(cut) => {
+            let rest = summary[cut..]
+                .trim_start_matches([',', ':', ';', '—', ' '])
+                .trim()
+                .to_string();
+            (summary[..cut].to_string(), Some(rest))
         }
+        None => (summary.to_string(), None),
     }
-    let last = message[start..].trim();
-    if !last.is_empty() {
-        out.push(last.to_string());
-    }
-    out
 }
 
 /// Where to cut a long headline: the first clause boundary at least 40 bytes in — `, `, `; `,
@@ -264,27 +240,24 @@ impl FindingWriter {
         }
     }
 
-    /// The headline and the message's detail of `f`, paths below `base`; with `--quiet`, the
-    /// headline alone. Returns whether detail lines may follow (not `--quiet`).
+    /// The headline (the summary) and the details of `f`, paths below `base`; with `--quiet`,
+    /// the headline alone. Returns whether detail lines may follow (not `--quiet`).
     pub fn write(&mut self, out: &mut String, f: &Finding, base: &str) -> bool {
-        let (summary, details, cut) = split_message(&f.message);
-        let place = format!("{base}{}:{}:{}:", f.file, f.line, f.column);
-        headline(
-            out,
-            place.trim_end_matches(':'),
-            Some(f.rule),
-            f.severity,
-            &summary,
-        );
+        let (summary, rest) = cut_summary(&f.summary);
+        let place = format!("{base}{}", f.location);
+        headline(out, &place, Some(f.rule), f.severity, &summary);
         if !self.shown.detail {
             return false;
         }
+        // The rest of the headline is about this finding's object: always said.
+        if let Some(rest) = rest {
+            detail(out, "", &rest);
+        }
         let layer = f.layer.to_string();
         let mut repeated = false;
-        for (i, sentence) in details.into_iter().enumerate() {
-            // The rest of the headline is about this finding's object: always said.
-            if (cut && i == 0) || self.said.insert((layer.clone(), sentence.clone())) {
-                detail(out, "", &sentence);
+        for sentence in &f.details {
+            if self.said.insert((layer.clone(), sentence.clone())) {
+                detail(out, "", sentence);
             } else {
                 repeated = true;
             }
@@ -308,18 +281,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_message_splits_into_headline_and_sentences() {
-        let (h, d, _) = split_message("a (wait: true) gates b. When it fails, c. Its d are e");
-        assert_eq!(h, "a (wait: true) gates b.");
-        assert_eq!(d, ["When it fails, c.", "Its d are e"]);
+    fn a_long_summary_is_cut_at_a_clause() {
+        let short = "a (wait: true) gates b.";
+        assert_eq!(cut_summary(short), (short.to_string(), None));
         let long = format!(
             "OCIRepository/apps/podinfo: spec.verify has 2 entries, and {}",
             "x ".repeat(60)
         );
-        let (h, d, cut) = split_message(&long);
-        assert!(cut);
+        let (h, rest) = cut_summary(&long);
         assert_eq!(h, "OCIRepository/apps/podinfo: spec.verify has 2 entries");
-        assert!(d[0].starts_with("and x"));
+        assert!(rest.is_some_and(|r| r.starts_with("and x")));
         // No cut inside brackets, nor in the first 40 bytes.
         assert_eq!(clause_cut("short: x, y"), None);
         assert_eq!(

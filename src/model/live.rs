@@ -159,7 +159,7 @@ impl LiveFiles {
     /// whole (no file) keep their severity.
     pub(super) fn demote(&self, diagnostics: &mut [Diagnostic]) {
         for d in diagnostics {
-            if d.severity > Severity::Note && !d.file.is_empty() && !self.contains(&d.file) {
+            if d.severity > Severity::Note && !d.file().is_empty() && !self.contains(d.file()) {
                 d.message = format!(
                     "{} (no live layer reads this file: {} reported as a note)",
                     d.message, d.severity

@@ -196,7 +196,7 @@ impl<'r> Model<'r> {
             .repo
             .diagnostics
             .iter()
-            .filter(|d| d.file != crate::load::CONFIG_FILE)
+            .filter(|d| d.file() != crate::load::CONFIG_FILE)
             .cloned()
             .collect();
         if let Some(live) = &self.live_files {

@@ -17,7 +17,7 @@ use super::layer_split::{
     not_carried_patches, path_text, prefix, protect_first, register, relative_below, remove_items,
     remove_resource_entry, second_phase, spec_indent,
 };
-use super::{Finding, Fix, Rule, RuleMeta, report_text};
+use super::{Draft, Finding, Fix, Rule, RuleMeta, report_text};
 
 pub struct FluxInstanceInGatedLayer;
 
@@ -38,7 +38,7 @@ impl Rule for FluxInstanceInGatedLayer {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
         let mut analysis = Analysis::new(model);
         for (layer_id, layer) in model.live_layers() {
@@ -54,20 +54,11 @@ impl Rule for FluxInstanceInGatedLayer {
             }
             let own = own_layer(model, &mut analysis, layer_id);
             let fix = plan_fix(model, layer_id, &gated, &own);
-            let mut first = String::new();
-            for (i, (variant, r)) in gated.iter().enumerate() {
-                let mut finding = describe(model, layer_id, variant, r, own.is_ok());
-                finding.fix_group = Some((layer_id, 0));
-                if i == 0 {
-                    first = format!("{}:{}", finding.file, finding.line);
-                }
-                match (&fix, i) {
-                    (Ok(f), 0) => finding.fix = Some(f.clone()),
-                    (Ok(_), _) => finding.no_fix_reason = Some(super::fixed_together_with(&first)),
-                    (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
-                }
-                findings.push(finding);
-            }
+            let found = gated
+                .iter()
+                .map(|(variant, r)| describe(model, layer_id, variant, r, own.is_ok()))
+                .collect();
+            findings.extend(Draft::share(found, (layer_id, 0), &fix));
         }
         findings
     }
@@ -216,7 +207,7 @@ fn describe(
     variant: &Variant,
     r: &Rendered,
     own_layer: bool,
-) -> Finding {
+) -> Draft {
     let layer = model.layer(layer_id);
     let dependents = model.dependents(layer_id);
     let blocked: Vec<_> = dependents
@@ -257,14 +248,14 @@ fn describe(
         .iter()
         .map(|(p, n)| format!("{p}={n}"))
         .collect();
-    let mut message = format!("{} ({how}) health-gates {}", layer.id, r.key);
+    let mut summary = format!("{} ({how}) health-gates {}", layer.id, r.key);
     if !bindings.is_empty() {
-        message.push_str(&format!(" [variant {}]", bindings.join(", ")));
+        summary.push_str(&format!(" [variant {}]", bindings.join(", ")));
     }
     if let Some(s) = &source {
-        message.push_str(&format!(", which owns the root source {s}"));
+        summary.push_str(&format!(", which owns the root source {s}"));
         if layer.remote {
-            message.push_str(
+            summary.push_str(
                 " of the cluster the layer's kubeConfig reaches (not this one, whose delivery it \
                  cannot lock)",
             );
@@ -279,11 +270,11 @@ fn describe(
         )
         .is_some_and(|c| !c.can_arrive);
         if reads_own_source && locked {
-            message.push_str(&format!(
+            summary.push_str(&format!(
                 " that this chain reads: a bad instance change that breaks that source stops every new revision, the correcting one included (self-lock; `fluxmend simulate --fail {s}` shows it)"
             ));
         } else if reads_own_source {
-            message.push_str(" that this chain reads");
+            summary.push_str(" that this chain reads");
         }
     }
     let blocks = if blocked.is_empty() {
@@ -298,10 +289,11 @@ fn describe(
                 .join(", ")
         )
     };
-    message.push_str(&format!(
-        ". A failing instance {blocks} and masks the health of {masked} other object{}",
+    summary.push('.');
+    let details = vec![format!(
+        "A failing instance {blocks} and masks the health of {masked} other object{}",
         if masked == 1 { "" } else { "s" }
-    ));
+    )];
     let (file, line) = match naming_health_checks(model, layer, r).first() {
         // With `wait: false` the gate is the healthChecks entry itself.
         Some(hc) if !layer.wait => {
@@ -315,23 +307,15 @@ fn describe(
         }
         _ => entry_location(model, r),
     };
-    Finding {
-        rule: META.id,
-        severity,
-        message,
-        file,
-        line,
-        column: 0,
-        layer: layer.id.clone(),
-        cluster: String::new(),
-        cluster_index: layer.cluster,
-        object: r.key.clone(),
-        blocked_layers: blocked,
-        masked_objects: masked,
-        fix: None,
-        no_fix_reason: None,
-        fix_group: None,
-    }
+    Finding::draft(
+        (META.id, severity),
+        (file, line),
+        (layer.id.clone(), layer.cluster),
+        r.key.clone(),
+    )
+    .summary(summary)
+    .details(details)
+    .blast(blocked, masked)
 }
 
 fn plan_fix(

@@ -10,7 +10,7 @@ use crate::model::{LayerId, LayerRef, Model, Name, ObjectKey};
 use crate::parse::{NodeId, NodeKind, ScalarStyle, Value, YamlFile};
 use std::sync::LazyLock;
 
-use super::{Finding, Fix, Rule, RuleMeta, report_text};
+use super::{Draft, Finding, Fix, Rule, RuleMeta, report_text};
 
 pub struct MultiIdentityVerify;
 
@@ -32,7 +32,7 @@ impl Rule for MultiIdentityVerify {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
         for (file_id, file) in model.repo.files.iter().enumerate() {
             if !file.yaml.text.contains(LIST) || !model.is_live_file(&file.path) {
@@ -589,7 +589,7 @@ fn findings(
     line: usize,
     site: &Site,
     fix: Result<Fix, String>,
-) -> Vec<Finding> {
+) -> Vec<Draft> {
     let layers = reading_layers(model, file);
     if layers.is_empty() {
         return vec![finding(model, file, line, site, None, fix)];
@@ -607,7 +607,7 @@ fn finding(
     site: &Site,
     layer_id: Option<LayerId>,
     fix: Result<Fix, String>,
-) -> Finding {
+) -> Draft {
     let layer = layer_id.map(|l| model.layer(l));
     let cluster = layer.map_or(0, |l| l.cluster);
     let frozen = frozen_layers(model, site.object.as_ref(), cluster);
@@ -615,41 +615,31 @@ fn finding(
         .object
         .as_ref()
         .map_or_else(|| "a verify patch".to_string(), |o| o.to_string());
-    let (fix, no_fix_reason) = match fix {
-        Ok(f) => (Some(f), None),
-        Err(e) => (None, Some(e)),
-    };
-    Finding {
-        rule: META.id,
-        severity: Severity::Error,
-        message: message(&object_text, site, &frozen),
-        file: model.repo.file(file).path.clone(),
-        line,
-        column: 0,
-        layer: layer.map_or_else(
-            || LayerRef {
-                namespace: String::new(),
-                name: String::new(),
-            },
-            |l| l.id.clone(),
-        ),
-        cluster: String::new(),
-        cluster_index: cluster,
-        object: site.object.clone().unwrap_or_else(|| ObjectKey {
-            api_version: Name::from(""),
-            kind: Name::from(""),
-            namespace: None,
-            name: Name::from(""),
-        }),
-        blocked_layers: frozen,
-        masked_objects: 0,
-        fix,
-        no_fix_reason,
-        fix_group: None,
-    }
+    let layer_ref = layer.map_or_else(
+        || LayerRef {
+            namespace: String::new(),
+            name: String::new(),
+        },
+        |l| l.id.clone(),
+    );
+    let object = site.object.clone().unwrap_or_else(|| ObjectKey {
+        api_version: Name::from(""),
+        kind: Name::from(""),
+        namespace: None,
+        name: Name::from(""),
+    });
+    Finding::draft(
+        (META.id, Severity::Error),
+        (model.repo.file(file).path.clone(), line),
+        (layer_ref, cluster),
+        object,
+    )
+    .summary(message(&object_text, site, &frozen))
+    .blast(frozen, 0)
+    .planned(fix)
 }
 
-fn describe(model: &Model, file: FileId, site: &Site) -> Vec<Finding> {
+fn describe(model: &Model, file: FileId, site: &Site) -> Vec<Draft> {
     let source = model.repo.file(file);
     let yaml = &source.yaml;
     let line = yaml.line_of(yaml.node(site.list).span.start);
@@ -667,7 +657,7 @@ fn describe_embedded(
     (key, block): (NodeId, Option<&edit::BlockDocument>),
     inner: &YamlFile,
     site: &Site,
-) -> Vec<Finding> {
+) -> Vec<Draft> {
     let source = model.repo.file(file);
     let Some(block) = block else {
         let line = source.yaml.line_of(source.yaml.node(key).span.start);

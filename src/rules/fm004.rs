@@ -13,7 +13,7 @@ use crate::parse::{NodeId, Value, YamlFile};
 use std::sync::LazyLock;
 
 use super::instances::{delivered, generated_instances, instance_finding};
-use super::{Finding, Fix, Rule, RuleMeta, report_text};
+use super::{Draft, Finding, Fix, Remedy, Rule, RuleMeta, report_text};
 
 pub struct PatchMatchesNothing;
 
@@ -32,7 +32,7 @@ impl Rule for PatchMatchesNothing {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let instances = generated_instances(model);
         let mut findings = Vec::new();
         for d in delivered(&instances) {
@@ -49,7 +49,7 @@ impl Rule for PatchMatchesNothing {
                 };
                 let file = model.repo.file(patch.file);
                 let line = file.yaml.line_of(file.yaml.node(*node).span.start);
-                let mut finding = instance_finding(
+                let finding = instance_finding(
                     model,
                     (META.id, judged.severity),
                     judged.message,
@@ -57,15 +57,11 @@ impl Rule for PatchMatchesNothing {
                     d.layer,
                     generated.instance,
                 );
-                if judged.namespace_too_early {
-                    match drop_target_namespace(&file.path, &file.yaml, *node) {
-                        Ok(fix) => finding.fix = Some(fix),
-                        Err(why) => finding.no_fix_reason = Some(why),
-                    }
+                findings.push(if judged.namespace_too_early {
+                    finding.planned(drop_target_namespace(&file.path, &file.yaml, *node))
                 } else {
-                    finding.no_fix_reason = Some(NO_FIX.into());
-                }
-                findings.push(finding);
+                    finding.remedy(Remedy::NoFix(NO_FIX.into()))
+                });
             }
         }
         findings.extend(layer_patches(model));
@@ -366,7 +362,7 @@ fn kustomize_finding(
     rendered: &[&Rendered],
     layer: &Layer,
     patcher: ObjectKey,
-) -> Finding {
+) -> Draft {
     let yaml = &model.repo.file(file).yaml;
     let line = yaml.line_of(yaml.node(node).span.start);
     let mut message = format!(
@@ -390,23 +386,14 @@ fn kustomize_finding(
              HelmRelease's spec.postRenderers)",
         );
     }
-    Finding {
-        rule: META.id,
-        severity: Severity::Warning,
-        message,
-        file: model.repo.file(file).path.clone(),
-        line,
-        column: 0,
-        layer: layer.id.clone(),
-        cluster: String::new(),
-        cluster_index: layer.cluster,
-        object: patcher,
-        blocked_layers: Vec::new(),
-        masked_objects: 0,
-        fix: None,
-        no_fix_reason: Some(NO_FIX.into()),
-        fix_group: None,
-    }
+    Finding::draft(
+        (META.id, Severity::Warning),
+        (model.repo.file(file).path.clone(), line),
+        (layer.id.clone(), layer.cluster),
+        patcher,
+    )
+    .summary(message)
+    .remedy(Remedy::NoFix(NO_FIX.into()))
 }
 
 /// A kustomization file as the object of a finding: `Kustomization/<its directory>` of
@@ -421,7 +408,7 @@ fn kustomization_key(k: &KustomizeDir) -> ObjectKey {
 }
 
 /// `spec.patches` of a Flux Kustomization against what the layer renders, in every variant.
-fn layer_patches(model: &Model) -> Vec<Finding> {
+fn layer_patches(model: &Model) -> Vec<Draft> {
     let mut findings = Vec::new();
     for (_, layer) in model.live_layers() {
         let Some(idx) = layer.object else { continue };
@@ -470,7 +457,7 @@ fn layer_patches(model: &Model) -> Vec<Finding> {
 /// every build it takes part in, a Flux Kustomization's `spec.components` included when the
 /// directory is that layer's path (Flux appends them to this kustomization, so its patches see
 /// their objects). A patch is reported when it selects nothing in any of them.
-fn kustomization_patches(model: &Model) -> Vec<Finding> {
+fn kustomization_patches(model: &Model) -> Vec<Draft> {
     let mut findings = Vec::new();
     let mut renderer = Renderer::new(model);
     let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().collect();

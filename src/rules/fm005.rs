@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::parse::Value;
 
-use super::{Finding, Fix, Rule, RuleMeta, Strategy, plural, report_text};
+use super::{Draft, Finding, Fix, Rule, RuleMeta, Strategy, plural, report_text};
 
 /// The rule, with the fix the user chose (`fix --strategy`).
 pub struct HealthChecksIgnored {
@@ -37,7 +37,7 @@ impl Rule for HealthChecksIgnored {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
         for (layer_id, layer) in model.live_layers() {
             if !layer.wait || layer.health_checks.is_empty() || patched(model, layer) {
@@ -238,12 +238,7 @@ fn unevaluated_exprs(model: &Model, layer: &Layer) -> Vec<String> {
     out
 }
 
-fn describe(
-    model: &Model,
-    layer_id: LayerId,
-    layer: &Layer,
-    strategy: Strategy,
-) -> Option<Finding> {
+fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy) -> Option<Draft> {
     let object = model.object(layer.object?);
     let file = model.repo.file(object.file);
     let spec = file.yaml.lookup(object.root, &["spec"])?;
@@ -376,28 +371,19 @@ fn describe(
             if blocked.len() == 1 { "waits" } else { "wait" },
         ));
     }
-    let (fix, no_fix_reason) = match plan_fix(model, layer, strategy, &places) {
-        Ok(fix) => (Some(fix), None),
-        Err(reason) => (None, Some(reason)),
-    };
     let (line, column) = file.yaml.line_col(file.yaml.node(key).span.start);
-    Some(Finding {
-        rule: META.id,
-        severity,
-        message,
-        file: file.path.clone(),
-        line,
-        column,
-        layer: layer.id.clone(),
-        cluster: String::new(),
-        cluster_index: layer.cluster,
-        object: object.key.clone(),
-        blocked_layers: blocked,
-        masked_objects: unlisted,
-        fix,
-        no_fix_reason,
-        fix_group: None,
-    })
+    Some(
+        Finding::draft(
+            (META.id, severity),
+            (file.path.clone(), line),
+            (layer.id.clone(), layer.cluster),
+            object.key.clone(),
+        )
+        .column(column)
+        .summary(message)
+        .blast(blocked, unlisted)
+        .planned(plan_fix(model, layer, strategy, &places)),
+    )
 }
 
 /// The objects of the layer that its `healthChecks` name and that FM002's catalogue calls

@@ -8,7 +8,7 @@ use crate::model::{InstanceObjects, LayerId, LayerRef, Model, ObjectKey, SourceR
 use crate::parse::Value;
 
 use super::instances::{delivered, generated_instances, instance_finding, root_source};
-use super::{Finding, Rule, RuleMeta};
+use super::{Draft, Finding, Remedy, Rule, RuleMeta};
 
 pub struct RootSourceTrustLoop;
 
@@ -91,7 +91,7 @@ impl Rule for RootSourceTrustLoop {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
         let instances = generated_instances(model);
         for d in delivered(&instances).filter(|d| d.applied) {
@@ -105,16 +105,21 @@ impl Rule for RootSourceTrustLoop {
                 continue;
             }
             for setting in instance_settings(model, generated) {
-                let mut finding = instance_finding(
+                let (summary, details) =
+                    message(model, d.layer, &source, &setting.what, &setting.defects);
+                let finding = instance_finding(
                     model,
                     (META.id, setting.severity()),
-                    message(model, d.layer, &source, &setting.what, &setting.defects),
+                    summary,
                     (setting.file, setting.line),
                     d.layer,
                     generated.instance,
                 );
-                finding.no_fix_reason = Some(NO_FIX.into());
-                findings.push(finding);
+                findings.push(
+                    finding
+                        .details(details)
+                        .remedy(Remedy::NoFix(NO_FIX.into())),
+                );
             }
         }
         findings.extend(written_sources(model));
@@ -334,7 +339,7 @@ fn secret_provided(model: &Model, name: &str, namespace: &str) -> bool {
 
 /// A source object written in the repository with trust settings, applied by a layer that
 /// reads from that very source (a bootstrap `gotk-sync.yaml` with `spec.verify`, say).
-fn written_sources(model: &Model) -> Vec<Finding> {
+fn written_sources(model: &Model) -> Vec<Draft> {
     let mut findings = Vec::new();
     for (layer_id, layer) in model.live_layers() {
         for (_, r) in layer.inventory() {
@@ -369,29 +374,24 @@ fn written_sources(model: &Model) -> Vec<Finding> {
                     what: format!("spec.{field} is written in"),
                     defects,
                 };
-                findings.push(Finding {
-                    rule: META.id,
-                    severity: setting.severity(),
-                    message: message(
-                        model,
-                        layer_id,
-                        &layer.source,
-                        &setting.what,
-                        &setting.defects,
-                    ),
-                    file: source_file.path.clone(),
-                    line: setting.line,
-                    column: 0,
-                    layer: layer.id.clone(),
-                    cluster: String::new(),
-                    cluster_index: layer.cluster,
-                    object: key.clone(),
-                    blocked_layers: Vec::new(),
-                    masked_objects: 0,
-                    fix: None,
-                    no_fix_reason: Some(NO_FIX.into()),
-                    fix_group: None,
-                });
+                let (summary, details) = message(
+                    model,
+                    layer_id,
+                    &layer.source,
+                    &setting.what,
+                    &setting.defects,
+                );
+                findings.push(
+                    Finding::draft(
+                        (META.id, setting.severity()),
+                        (source_file.path.clone(), setting.line),
+                        (layer.id.clone(), layer.cluster),
+                        key.clone(),
+                    )
+                    .summary(summary)
+                    .details(details)
+                    .remedy(Remedy::NoFix(NO_FIX.into())),
+                );
             }
         }
     }
@@ -416,43 +416,57 @@ fn readers(model: &Model, layer: LayerId, source: &SourceRef) -> Vec<LayerRef> {
         .collect()
 }
 
+/// The summary and details of a finding about a trust setting (`what` the source).
 fn message(
     model: &Model,
     layer_id: LayerId,
     source: &SourceRef,
     what: &str,
     defects: &[Defect],
-) -> String {
+) -> (String, Vec<String>) {
     let layer = &model.layer(layer_id).id;
     let frozen: Vec<String> = readers(model, layer_id, source)
         .iter()
         .map(ToString::to_string)
         .collect();
-    let mut text = format!(
+    let summary = format!(
         "root-source trust loop: {what} the root source {source}, and {layer} delivers it \
          through that same source"
     );
+    let see = format!("See the chain with `fluxmend simulate --fail {source}`");
     if defects.is_empty() {
-        text.push_str(&format!(
-            ". This works while the value is right (Flux Operator's reference fleets manage \
-             the instance through Git this way); a wrong value makes the source refuse every \
-             revision, the correcting one included, and freezes {}. Recovery: re-apply the \
-             corrected object outside Git (`kubectl apply -f`) and reconcile the source at once \
-             (`flux reconcile source`), so that it accepts the correcting revision. To avoid the loop: set the trust settings at bootstrap only, reassert them \
-             out of band in the deploy path, or deliver the instance from a second, \
-             independently verified source (`fluxmend explain FM006`). See the chain with \
-             `fluxmend simulate --fail {source}`",
-            frozen.join(", ")
-        ));
-        return text;
+        return (
+            format!("{summary}."),
+            vec![
+                format!(
+                    "This works while the value is right (Flux Operator's reference fleets \
+                     manage the instance through Git this way); a wrong value makes the source \
+                     refuse every revision, the correcting one included, and freezes {}.",
+                    frozen.join(", ")
+                ),
+                "Recovery: re-apply the corrected object outside Git (`kubectl apply -f`) and \
+                 reconcile the source at once (`flux reconcile source`), so that it accepts the \
+                 correcting revision."
+                    .to_string(),
+                "To avoid the loop: set the trust settings at bootstrap only, reassert them out \
+                 of band in the deploy path, or deliver the instance from a second, \
+                 independently verified source (`fluxmend explain FM006`)."
+                    .to_string(),
+                see,
+            ],
+        );
     }
     let described: Vec<String> = defects.iter().map(Defect::describe).collect();
-    text.push_str(&format!(
-        ", and {}. The correcting commit has to arrive through that source, so {} stay frozen \
-         until the corrected object is re-applied outside Git (`kubectl apply -f`, then \
-         `flux reconcile source`). See the chain with `fluxmend simulate --fail {source}`",
-        described.join("; "),
-        frozen.join(", ")
-    ));
-    text
+    (
+        format!("{summary}, and {}.", described.join("; ")),
+        vec![
+            format!(
+                "The correcting commit has to arrive through that source, so {} stay frozen \
+                 until the corrected object is re-applied outside Git (`kubectl apply -f`, then \
+                 `flux reconcile source`).",
+                frozen.join(", ")
+            ),
+            see,
+        ],
+    )
 }

@@ -10,7 +10,7 @@ use crate::model::Model;
 use crate::model::patch::fields_overlap;
 
 use super::instances::{delivered, generated_instances, instance_finding};
-use super::{Finding, Rule, RuleMeta, plural};
+use super::{Draft, Remedy, Rule, RuleMeta, plural};
 
 pub struct OverlappingInstancePatches;
 
@@ -29,7 +29,7 @@ impl Rule for OverlappingInstancePatches {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let instances = generated_instances(model);
         let mut findings = Vec::new();
         for d in delivered(&instances) {
@@ -84,7 +84,7 @@ impl Rule for OverlappingInstancePatches {
                      instance` shows",
                     first.line, second.line, second.line,
                 );
-                let mut finding = instance_finding(
+                let finding = instance_finding(
                     model,
                     (META.id, Severity::Note),
                     message,
@@ -92,8 +92,7 @@ impl Rule for OverlappingInstancePatches {
                     d.layer,
                     generated.instance,
                 );
-                finding.no_fix_reason = Some(NO_FIX.into());
-                findings.push(finding);
+                findings.push(finding.remedy(Remedy::NoFix(NO_FIX.into())));
             }
         }
         findings

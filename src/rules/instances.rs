@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::Severity;
 use crate::model::{InstanceObjects, LayerId, Model, ObjectIdx, SourceRef};
 
-use super::Finding;
+use super::{Draft, Finding};
 
 /// A FluxInstance as one live layer delivers it.
 pub(super) struct Delivered<'g> {
@@ -130,28 +130,18 @@ pub(super) fn root_source(generated: &InstanceObjects) -> Option<SourceRef> {
 /// A finding about an instance, placed `at` (file, line) and reported in the layer `layer`.
 pub(super) fn instance_finding(
     model: &Model,
-    (rule, severity): (&'static str, Severity),
-    message: String,
+    rule: (&'static str, Severity),
+    summary: String,
     (file, line): (usize, usize),
     layer: LayerId,
     instance: ObjectIdx,
-) -> Finding {
+) -> Draft {
     let layer_ref = model.layer(layer);
-    Finding {
+    Finding::draft(
         rule,
-        severity,
-        message,
-        file: model.repo.file(file).path.clone(),
-        line,
-        column: 0,
-        layer: layer_ref.id.clone(),
-        cluster: String::new(),
-        cluster_index: layer_ref.cluster,
-        object: model.object(instance).key.clone(),
-        blocked_layers: Vec::new(),
-        masked_objects: 0,
-        fix: None,
-        no_fix_reason: None,
-        fix_group: None,
-    }
+        (model.repo.file(file).path.clone(), line),
+        (layer_ref.id.clone(), layer_ref.cluster),
+        model.object(instance).key.clone(),
+    )
+    .summary(summary)
 }

@@ -2,6 +2,7 @@
 //! (file edits), never I/O. One file per rule; its document lives in `rules/<ID>.md`.
 
 pub mod disposable;
+mod finding;
 mod fm001;
 mod fm002;
 mod fm003;
@@ -13,9 +14,9 @@ mod instances;
 mod layer_split;
 pub mod suppress;
 
-use crate::diagnostics::Severity;
-use crate::edit::Changeset;
-use crate::model::{LayerRef, Model, ObjectKey};
+use crate::model::Model;
+
+pub use finding::{Draft, Dropped, Finding, Fix, Gate, GateFailure, Normalise, Phase, Remedy};
 
 /// A rule's catalogue entry; `doc` is the user documentation shown by `fluxmend explain`.
 #[derive(Debug)]
@@ -41,109 +42,7 @@ impl RuleMeta {
 /// A rule: pure function of the model.
 pub trait Rule {
     fn meta(&self) -> &'static RuleMeta;
-    fn check(&self, model: &Model) -> Vec<Finding>;
-}
-
-/// What a rule found: what is gated, by whom, where, and the blast radius.
-#[derive(Clone, Debug)]
-pub struct Finding {
-    pub rule: &'static str,
-    pub severity: Severity,
-    pub message: String,
-    /// Where the object enters the layer (a `resources` entry or the document itself).
-    pub file: String,
-    pub line: usize,
-    /// 1-based column in characters, like a diagnostic's. A rule that leaves it 0 gets the
-    /// column where the line's content starts (set by [`run`]).
-    pub column: usize,
-    pub layer: LayerRef,
-    /// The cluster that applies the layer, named as `simulate` names it (`ns/name (path P)`,
-    /// its root layer and the path that syncs); `; `-separated when one layer file gives the
-    /// same finding, blast radius included, in several clusters. Set by [`run`].
-    pub cluster: String,
-    /// The model's index of that cluster ([`crate::model::Layer::cluster`]), set by the rule.
-    pub cluster_index: usize,
-    pub object: ObjectKey,
-    /// Layers a failure would leave `DependencyNotReady`.
-    pub blocked_layers: Vec<LayerRef>,
-    /// How many other objects' health the failing one would mask.
-    pub masked_objects: usize,
-    /// The planned fix, if the rule can offer one.
-    pub fix: Option<Fix>,
-    /// Why no fix is offered (or why it was dropped by verification).
-    pub no_fix_reason: Option<String>,
-    /// Findings one fix resolves together share a group (the fix rides on the first of them):
-    /// suppressing any one of them must withhold the fix from all, since it would change what
-    /// the suppressed finding is about too. An identifier within the rule (FM002: the layer and
-    /// its variant; FM001: the layer).
-    pub fix_group: Option<(usize, usize)>,
-}
-
-/// A fix is data: what it does, its trade-off, and the file changes.
-#[derive(Clone, Debug)]
-pub struct Fix {
-    /// What the fix does, in a few imperative words (`remove ignored healthChecks from apps`,
-    /// `move FluxInstance out of infrastructure-controllers`): a commit subject names fixes by it.
-    pub title: String,
-    /// What the fix does, in full.
-    pub description: String,
-    pub tradeoff: &'static str,
-    pub changes: Changeset,
-    /// Set when the fix is one phase of a move that cannot be rolled out safely in one step.
-    pub phase: Option<Phase>,
-    /// Objects this fix annotates `kustomize.toolkit.fluxcd.io/prune: disabled` where they are:
-    /// the render gates accept exactly that change of their content.
-    pub protects: Vec<ObjectKey>,
-    /// Disposable workloads whose deletion and re-creation during the rollout (pods restart)
-    /// the fix accepts and says so; the transition gate refuses any other deletion.
-    pub may_restart: Vec<ObjectKey>,
-    /// For a fix whose purpose is a change of content: the canonical form the gates put the
-    /// content before and after in. They then pass the fix when the two are equal in it, that
-    /// is when the fix made that change and no other.
-    pub normalise: Option<Normalise>,
-}
-
-/// A canonical form of an object's content (see [`Fix::normalise`]).
-pub type Normalise = fn(crate::parse::Value) -> crate::parse::Value;
-
-impl Fix {
-    /// A one-step fix that protects nothing and accepts no restart, named by `title`.
-    pub fn titled(
-        title: String,
-        description: String,
-        tradeoff: &'static str,
-        changes: Changeset,
-    ) -> Fix {
-        Fix {
-            title,
-            description,
-            tradeoff,
-            changes,
-            phase: None,
-            protects: Vec::new(),
-            may_restart: Vec::new(),
-            normalise: None,
-        }
-    }
-
-    /// A one-step fix whose description is its title too.
-    pub fn new(description: String, tradeoff: &'static str, changes: Changeset) -> Fix {
-        Fix::titled(description.clone(), description, tradeoff, changes)
-    }
-}
-
-/// One phase of a move done in steps (expand, then contract): the first protects what will move
-/// from the old layer's prune, the next moves it once the cluster runs the first.
-#[derive(Clone, Debug)]
-pub struct Phase {
-    /// This phase's number, from 1.
-    pub phase: u8,
-    /// How many phases the move takes.
-    pub phases: u8,
-    /// What to confirm on the cluster before running `fix` for the next phase.
-    pub confirm: String,
-    /// What stays in the repository after the last phase.
-    pub stays: String,
+    fn check(&self, model: &Model) -> Vec<Draft>;
 }
 
 /// Which fix a rule offers where more than one is right and only the user can choose
@@ -213,34 +112,30 @@ pub fn run(model: &Model, only: &[String]) -> Vec<Finding> {
 
 /// [`run`], with the fixes `strategy` chooses.
 pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = all_with(strategy)
+    let mut drafts: Vec<Draft> = all_with(strategy)
         .iter()
         .filter(|r| only.is_empty() || only.iter().any(|id| id.eq_ignore_ascii_case(r.meta().id)))
         .flat_map(|r| r.check(model))
         .collect();
-    for f in findings.iter_mut().filter(|f| f.column == 0) {
-        f.column = content_column(model, &f.file, f.line);
-    }
-    findings.sort_by(|a, b| {
-        (&a.file, a.line, a.rule, a.cluster_index).cmp(&(&b.file, b.line, b.rule, b.cluster_index))
+    drafts.sort_by(|a, b| {
+        (&a.file, a.line, a.rule, a.cluster_index()).cmp(&(
+            &b.file,
+            b.line,
+            b.rule,
+            b.cluster_index(),
+        ))
     });
     // The same layer file reached from several clusters (roots) with the same blast radius is
     // one finding naming each cluster (and offering one fix); a different radius stays apart.
     let names = crate::rollout::cluster_keys(model);
     let mut first: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
-    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
-    for mut f in findings {
-        let name = names.get(&f.cluster_index).cloned().unwrap_or_default();
-        let key = (
-            f.rule,
-            f.file.clone(),
-            f.line,
-            f.layer.clone(),
-            f.object.clone(),
-            f.message.clone(),
-            f.blocked_layers.clone(),
-        );
-        match first.get(&key) {
+    let mut out: Vec<Finding> = Vec::with_capacity(drafts.len());
+    for draft in drafts {
+        let name = names
+            .get(&draft.cluster_index())
+            .cloned()
+            .unwrap_or_default();
+        match first.get(&draft.same_key()) {
             Some(&i) => {
                 let kept: &mut Finding = &mut out[i];
                 if !name.is_empty() && !kept.cluster.split("; ").any(|c| c == name) {
@@ -252,9 +147,8 @@ pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Findi
                 }
             }
             None => {
-                f.cluster = name;
-                first.insert(key, out.len());
-                out.push(f);
+                first.insert(draft.same_key(), out.len());
+                out.push(draft.complete(|file, line| content_column(model, file, line), name));
             }
         }
     }
@@ -271,11 +165,6 @@ fn content_column(model: &Model, file: &str, line: usize) -> usize {
     text.lines().nth(line.saturating_sub(1)).map_or(1, |l| {
         l.chars().take_while(|c| c.is_whitespace()).count() + 1
     })
-}
-
-/// The one wording for a finding whose fix rides on another's (`place` is `file:line`).
-pub(crate) fn fixed_together_with(place: &str) -> String {
-    format!("fixed together with the finding at {place} (one change fixes both)")
 }
 
 /// `1 layer`, `2 layers`: counts in messages and reports read as a person would write them.

@@ -13,8 +13,8 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
-use super::{Finding, by_id};
-use crate::diagnostics::{Diagnostic, Severity};
+use super::{Finding, Remedy, by_id};
+use crate::diagnostics::{Diagnostic, Location, Severity};
 use crate::model::{Model, ObjectIdx};
 
 /// The annotation key of the object and layer form.
@@ -36,9 +36,7 @@ pub struct Suppression {
     pub form: Form,
     pub rules: Vec<&'static str>,
     pub reason: String,
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
+    pub location: Location,
     /// What it applies to: the annotated object, or the lines a comment covers.
     scope: Scope,
 }
@@ -87,7 +85,8 @@ pub fn apply(model: &Model, findings: Vec<Finding>, ran: &[String]) -> Outcome {
                 && match s.scope {
                     Scope::Object(o) => objects.contains(&o),
                     Scope::Lines { first, last } => {
-                        s.file == finding.file && (first..=last).contains(&finding.line)
+                        s.location.file == finding.location.file
+                            && (first..=last).contains(&finding.location.line)
                     }
                 }
         });
@@ -114,10 +113,10 @@ pub fn apply(model: &Model, findings: Vec<Finding>, ran: &[String]) -> Outcome {
                 diagnostics.push(
                     Diagnostic::new(
                         Severity::Warning,
-                        &s.file,
+                        &s.location.file,
                         format!("unused suppression: no {rule} finding {target}; remove it"),
                     )
-                    .at(s.line, s.column),
+                    .at(s.location.line, s.location.column),
                 );
             }
         }
@@ -130,7 +129,9 @@ pub fn apply(model: &Model, findings: Vec<Finding>, ran: &[String]) -> Outcome {
 /// suppressed, the fix is withheld from all, and the rest say why.
 fn withhold_shared_fixes(outcome: &mut Outcome) {
     for s in &mut outcome.suppressed {
-        s.finding.fix = None;
+        if s.finding.fix().is_some() {
+            s.finding.remedy = Remedy::Withheld(format!("suppressed: {}", s.by.reason));
+        }
     }
     for f in &mut outcome.findings {
         let Some(group) = f.fix_group else { continue };
@@ -141,12 +142,11 @@ fn withhold_shared_fixes(outcome: &mut Outcome) {
         else {
             continue;
         };
-        f.fix = None;
-        f.no_fix_reason = Some(format!(
+        f.remedy = Remedy::Withheld(format!(
             "not fixed: its fix would also change {} ({}:{}), whose {} finding is suppressed ({})",
             held.finding.object,
-            held.finding.file,
-            held.finding.line,
+            held.finding.location.file,
+            held.finding.location.line,
             held.finding.rule,
             held.by.reason
         ));
@@ -204,9 +204,11 @@ fn annotations(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Vec<Suppress
                     form: Form::Annotation,
                     rules,
                     reason,
-                    file: file.path.clone(),
-                    line,
-                    column,
+                    location: Location {
+                        file: file.path.clone(),
+                        line,
+                        column,
+                    },
                     scope: Scope::Object(idx),
                 }),
                 Err(message) => diagnostics.push(error(format!("{ANNOTATION}: {message}"))),
@@ -269,9 +271,11 @@ fn comments(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Vec<Suppression
                     form: Form::Comment,
                     rules,
                     reason,
-                    file: file.path.clone(),
-                    line,
-                    column,
+                    location: Location {
+                        file: file.path.clone(),
+                        line,
+                        column,
+                    },
                     scope: Scope::Lines {
                         first: line,
                         last: if own_line { line + 1 } else { line },

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use crate::model::Model;
 use crate::parse::Value;
+use crate::rules::{Gate, GateFailure};
 
 /// One layer's values of [`crate::model::APPLY_CONTEXT`], normalised as Flux defaults them
 /// ([`crate::model::FluxSpec::apply_context`]).
@@ -52,7 +53,7 @@ fn show(v: &Value) -> String {
 
 /// `Err` names the first object (present before and after) applied in another context after the
 /// change: the setting, its value before and after, and the layers.
-pub fn check(before: &Model, after: &Model) -> Result<(), String> {
+pub fn check(before: &Model, after: &Model) -> Result<(), GateFailure> {
     let after_contexts = contexts(after);
     for (key, was) in contexts(before) {
         let Some(now) = after_contexts.get(&key) else {
@@ -75,12 +76,12 @@ pub fn check(before: &Model, after: &Model) -> Result<(), String> {
             _ => ("context", "as before".into(), "one more layer".into()),
         };
         let by = |e: Option<(&Rc<Context>, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
-        return Err(format!(
-            "apply-context gate: {} would be applied with {field} {new} (by {}) instead of {old} (by {})",
+        return Err(Gate::ApplyContext.fails(format!(
+            "{} would be applied with {field} {new} (by {}) instead of {old} (by {})",
             key.1,
             by(gained),
             by(lost)
-        ));
+        )));
     }
     Ok(())
 }

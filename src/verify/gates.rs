@@ -18,18 +18,17 @@
 //! is retried one fix at a time, so one bad fix costs only itself.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use rayon::prelude::*;
 
 use crate::changes;
-use crate::edit::Changeset;
 use crate::load::Repo;
 use crate::model::{Model, ModelOptions};
-use crate::rules::{self, Finding};
+use crate::rules::{self, Finding, Remedy};
+pub use crate::rules::{Gate, GateFailure};
 
 use super::kustomize::{self, Tool};
-use super::{Base, Plan};
+use super::{Base, Plan, Verifier, combine, drop_fix};
 use super::{moves, yaml};
 
 /// Which gates `fix` runs.
@@ -59,49 +58,6 @@ impl VerifyMode {
     }
 }
 
-/// One verification gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gate {
-    /// Every edited file means exactly what its edits intend.
-    Yaml,
-    /// The built-in model renders the same objects, and no new error appears.
-    Render,
-    /// Every object is applied in the same context (cluster, identity, substitution, …).
-    ApplyContext,
-    /// The rule no longer reports the finding.
-    Convergence,
-    /// A real kustomize renders the same objects.
-    Kustomize,
-    /// As Flux rolls the change out, no live object is deleted.
-    Transition,
-}
-
-impl fmt::Display for Gate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Gate::Yaml => "YAML gate",
-            Gate::Render => "render gate",
-            Gate::ApplyContext => "apply-context gate",
-            Gate::Convergence => "convergence",
-            Gate::Kustomize => "kustomize gate",
-            Gate::Transition => "transition gate",
-        })
-    }
-}
-
-/// A gate refused a fix.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GateFailure {
-    pub gate: Gate,
-    pub reason: String,
-}
-
-impl fmt::Display for GateFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
 /// Verify one finding's fix through every gate, in order (kustomize only with a `tool`); the
 /// first gate that refuses it is named. `fix` runs these same gates; this entry point lets a test
 /// hand in a deliberately wrong fix and watch the gate catch it.
@@ -112,12 +68,10 @@ pub fn verify_fix(
     finding: &Finding,
     tool: Option<&Tool>,
 ) -> Result<(), GateFailure> {
-    let fail = |gate, reason: String| GateFailure { gate, reason };
-    let Some(fix) = &finding.fix else {
+    let Some(fix) = finding.fix() else {
         return Ok(());
     };
-    yaml::check_changes(repo, &fix.changes)
-        .map_err(|e| fail(Gate::Yaml, format!("YAML gate: {e}")))?;
+    yaml::check_changes(repo, &fix.changes).map_err(|e| Gate::Yaml.fails(e))?;
     builtin_gate(repo, model, options, finding)?;
     if let Some(tool) = tool {
         kustomize_gate(repo, model, options, finding, tool)?;
@@ -133,26 +87,8 @@ pub fn builtin_gate(
     finding: &Finding,
 ) -> Result<(), GateFailure> {
     let plan = super::plan(repo, model, Base::WorkTree, options, vec![finding.clone()]);
-    match plan.findings.into_iter().next() {
-        Some(f) if f.fix.is_none() => {
-            let reason = f.no_fix_reason.unwrap_or_default();
-            let reason = reason
-                .strip_prefix("fix dropped: ")
-                .unwrap_or(&reason)
-                .to_string();
-            let gate = if reason.starts_with("convergence") {
-                Gate::Convergence
-            } else if reason.starts_with("apply-context gate") {
-                Gate::ApplyContext
-            } else if reason.starts_with("transition gate") {
-                Gate::Transition
-            } else if reason.starts_with("YAML") {
-                Gate::Yaml
-            } else {
-                Gate::Render
-            };
-            Err(GateFailure { gate, reason })
-        }
+    match plan.findings.into_iter().next().map(|f| f.remedy) {
+        Some(Remedy::Dropped(dropped)) => Err(dropped.failure),
         _ => Ok(()),
     }
 }
@@ -165,11 +101,8 @@ pub fn kustomize_gate(
     finding: &Finding,
     tool: &Tool,
 ) -> Result<kustomize::Outcome, GateFailure> {
-    let fail = |reason: String| GateFailure {
-        gate: Gate::Kustomize,
-        reason,
-    };
-    let Some(fix) = &finding.fix else {
+    let fail = |reason: String| Gate::Kustomize.refuses(reason);
+    let Some(fix) = finding.fix() else {
         return Ok(kustomize::Outcome::default());
     };
     let files = changes::contents(repo, &fix.changes).map_err(|e| fail(e.to_string()))?;
@@ -198,7 +131,7 @@ pub fn plan_with(
     // Every fix must be writable: a path it creates may not exist on disk (ignored files
     // included), no name may exceed 255 bytes, no path may lead through a link.
     for f in &mut findings {
-        let Some(fix) = &f.fix else { continue };
+        let Some(fix) = f.fix() else { continue };
         if let Some((path, origin)) = fix
             .changes
             .files
@@ -208,32 +141,32 @@ pub fn plan_with(
             let reason = format!(
                 "{path} is generated from {origin} by flux-operator; fluxmend does not rewrite ResourceSet templates: change the template"
             );
-            drop_fix(f, &reason);
+            drop_fix(f, Gate::Writable.refuses(reason), false);
             continue;
         }
         let writable = changes::contents(repo, &fix.changes)
             .map_err(crate::targets::TargetError::from)
             .and_then(|files| crate::targets::check_targets(&repo.root, &files));
         if let Err(e) = writable {
-            drop_fix(f, &e.to_string());
+            drop_fix(f, Gate::Writable.refuses(e.to_string()), false);
         }
     }
     if mode == VerifyMode::Off {
         return unverified(repo, findings);
     }
     // YAML gate, each fix alone.
-    let refused: Vec<Option<String>> = findings
+    let refused: Vec<Option<GateFailure>> = findings
         .par_iter()
         .map(|f| {
-            let fix = f.fix.as_ref()?;
+            let fix = f.fix()?;
             yaml::check_changes(repo, &fix.changes)
                 .err()
-                .map(|e| format!("YAML gate: {e}"))
+                .map(|e| Gate::Yaml.fails(e))
         })
         .collect();
-    for (f, reason) in findings.iter_mut().zip(refused) {
-        if let Some(reason) = reason {
-            drop_fix(f, &reason);
+    for (f, failure) in findings.iter_mut().zip(refused) {
+        if let Some(failure) = failure {
+            drop_fix(f, failure, false);
         }
     }
     // The rest of each move begun by a first phase: all moves together, as the next run will
@@ -242,8 +175,7 @@ pub fn plan_with(
     let firsts: Vec<&Finding> = findings
         .iter()
         .filter(|f| {
-            f.fix
-                .as_ref()
+            f.fix()
                 .and_then(|x| x.phase.as_ref())
                 .is_some_and(|p| p.phase < p.phases)
         })
@@ -251,13 +183,13 @@ pub fn plan_with(
     let together =
         firsts.len() > 1 && moves::rest_passes_together(repo, model, options, &firsts, tool);
     if !together {
-        let refused: Vec<Option<String>> = findings
+        let refused: Vec<Option<GateFailure>> = findings
             .par_iter()
             .map(|f| next_phase_fails(repo, model, options, f, tool))
             .collect();
-        for (f, reason) in findings.iter_mut().zip(refused) {
-            if let Some(reason) = reason {
-                drop_fix(f, &reason);
+        for (f, failure) in findings.iter_mut().zip(refused) {
+            if let Some(failure) = failure {
+                drop_fix(f, failure, false);
             }
         }
     }
@@ -266,9 +198,10 @@ pub fn plan_with(
     // YAML gate on the combination (edits of different fixes in one file).
     let combined = combine(&mut plan.findings);
     if let Err(e) = yaml::check_changes(repo, &combined) {
+        let failure = Gate::Yaml.fails(e);
         for f in &mut plan.findings {
-            if f.fix.is_some() {
-                drop_fix(f, &format!("the combined change fails: YAML gate: {e}"));
+            if f.fix().is_some() {
+                drop_fix(f, failure.clone(), true);
             }
         }
         plan.files.clear();
@@ -276,21 +209,21 @@ pub fn plan_with(
     let Some(tool) = tool else {
         return plan;
     };
-    plan.verified_by.push("kustomize");
+    plan.verified_by.push(Verifier::Kustomize);
     if plan.files.is_empty() {
         return plan;
     }
-    let fixed = plan.findings.iter().filter(|f| f.fix.is_some()).count();
+    let fixed = plan.findings.iter().filter(|f| f.fix().is_some()).count();
     match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
         Ok(outcome) => {
             plan.record(outcome);
             return plan;
         }
         Err(e) if fixed == 1 => {
-            let reason = e.clone();
+            let failure = Gate::Kustomize.refuses(e);
             for f in &mut plan.findings {
-                if f.fix.is_some() {
-                    drop_fix(f, &reason);
+                if f.fix().is_some() {
+                    drop_fix(f, failure.clone(), false);
                 }
             }
             plan.files.clear();
@@ -301,24 +234,25 @@ pub fn plan_with(
     // One at a time: drop the fixes the kustomize gate refuses, verify what is left again.
     let mut findings = plan.findings;
     for f in &mut findings {
-        if f.fix.is_none() {
+        if f.fix().is_none() {
             continue;
         }
-        if let Err(e) = kustomize_gate(repo, model, options, f, tool) {
-            drop_fix(f, &e.reason);
+        if let Err(failure) = kustomize_gate(repo, model, options, f, tool) {
+            drop_fix(f, failure, false);
         }
     }
     let mut plan = super::plan(repo, model, base, options, findings);
-    plan.verified_by.push("kustomize");
+    plan.verified_by.push(Verifier::Kustomize);
     if plan.files.is_empty() {
         return plan;
     }
     match kustomize::check(tool, repo, model, options, &plan.files, &protected(&plan)) {
         Ok(outcome) => plan.record(outcome),
         Err(e) => {
+            let failure = Gate::Kustomize.refuses(e);
             for f in &mut plan.findings {
-                if f.fix.is_some() {
-                    drop_fix(f, &format!("the combined change fails: {e}"));
+                if f.fix().is_some() {
+                    drop_fix(f, failure.clone(), true);
                 }
             }
             plan.files.clear();
@@ -340,13 +274,13 @@ fn next_phase_fails(
     options: &ModelOptions,
     finding: &Finding,
     tool: Option<&Tool>,
-) -> Option<String> {
-    let first = finding.fix.as_ref()?;
+) -> Option<GateFailure> {
+    let first = finding.fix()?;
     let phases = first.phase.as_ref().filter(|p| p.phase < p.phases)?.phases;
     let fails = |phase: u8, why: &str| {
-        format!(
+        Gate::Move.refuses(format!(
             "phase 1 of {phases} is not offered, since phase {phase} of {phases} would fail: {why}"
-        )
+        ))
     };
     // The final state, as the files every phase so far changed (path → text, or deleted).
     let mut overlay = BTreeMap::new();
@@ -354,7 +288,7 @@ fn next_phase_fails(
     let mut current = repo.clone();
     let mut done = finding.clone();
     loop {
-        let fix = done.fix.as_ref().expect("a fix to apply");
+        let fix = done.fix().expect("a fix to apply");
         let phase = fix.phase.as_ref().map_or(phases, |p| p.phase);
         let files = match changes::contents(&current, &fix.changes) {
             Ok(files) => files,
@@ -375,15 +309,11 @@ fn next_phase_fails(
             return None;
         };
         let number = next
-            .fix
-            .as_ref()
+            .fix()
             .and_then(|f| f.phase.as_ref())
             .map_or(phases, |p| p.phase);
-        let Some(fix) = &next.fix else {
-            let why = next
-                .no_fix_reason
-                .as_deref()
-                .unwrap_or("the rule offers no fix");
+        let Some(fix) = next.fix() else {
+            let why = next.remedy.reason().unwrap_or_default();
             return Some(fails(phase + 1, &format!("the rule offers none: {why}")));
         };
         if number <= phase {
@@ -398,13 +328,10 @@ fn next_phase_fails(
         fixes.push(fix.clone());
         let planned = super::plan(&current, &deployed, Base::WorkTree, options, vec![next]);
         let verdict = planned.findings.into_iter().next()?;
-        match verdict.fix {
-            Some(_) => done = verdict,
-            None => {
-                let why = verdict.no_fix_reason.unwrap_or_default();
-                let why = why.strip_prefix("fix dropped: ").unwrap_or(&why);
-                return Some(fails(number, why));
-            }
+        match &verdict.remedy {
+            Remedy::Fix(_) => done = verdict,
+            Remedy::Dropped(dropped) => return Some(fails(number, &dropped.to_string())),
+            other => return Some(fails(number, &other.reason().unwrap_or_default())),
         }
     }
     let tool = tool?;
@@ -425,27 +352,7 @@ fn next_phase_fails(
 
 /// The content changes the plan's fixes intend (protection in place, canonical forms).
 fn protected(plan: &Plan) -> super::Allowed {
-    super::Allowed::of(plan.findings.iter().filter_map(|f| f.fix.as_ref()))
-}
-
-fn drop_fix(f: &mut Finding, reason: &str) {
-    f.fix = None;
-    f.no_fix_reason = Some(format!("fix dropped: {reason}"));
-}
-
-/// Merge the fixes in finding order; a fix whose edits conflict with an earlier one waits.
-fn combine(findings: &mut [Finding]) -> Changeset {
-    let mut combined = Changeset::default();
-    for f in findings.iter_mut() {
-        let Some(fix) = &f.fix else { continue };
-        if let Err(e) = combined.merge(&fix.changes) {
-            f.fix = None;
-            f.no_fix_reason = Some(format!(
-                "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
-            ));
-        }
-    }
-    combined
+    super::Allowed::of(plan.findings.iter().filter_map(Finding::fix))
 }
 
 /// `--verify off`: the fixes combined, no gate run.
@@ -454,9 +361,10 @@ fn unverified(repo: &Repo, mut findings: Vec<Finding>) -> Plan {
     let files = match changes::contents(repo, &combined) {
         Ok(files) => files,
         Err(e) => {
+            let failure = Gate::Writable.refuses(format!("the change cannot be applied: {e}"));
             for f in &mut findings {
-                if f.fix.is_some() {
-                    drop_fix(f, &format!("the change cannot be applied: {e}"));
+                if f.fix().is_some() {
+                    drop_fix(f, failure.clone(), false);
                 }
             }
             Vec::new()

@@ -26,7 +26,7 @@ use crate::load::Repo;
 use crate::model::{Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
 use crate::rollout::{self, Consequence, PRUNE_DISABLED};
-use crate::rules::{self, Finding, Fix, Phase};
+use crate::rules::{self, Dropped, Finding, Fix, Gate, GateFailure, Phase, Remedy};
 
 pub mod context;
 pub mod gates;
@@ -40,7 +40,7 @@ pub struct Plan {
     pub findings: Vec<Finding>,
     pub files: Vec<FileChange>,
     /// Which renderers checked the change.
-    pub verified_by: Vec<&'static str>,
+    pub verified_by: Vec<Verifier>,
     /// What could not be verified, and why (e.g. a layer with a remote resource, or
     /// `--verify off`); shown in every report.
     pub not_verified: Vec<String>,
@@ -55,7 +55,29 @@ pub struct Plan {
     pub rollout_notes: Vec<String>,
 }
 
+/// A renderer that checked a change: the built-in model (its gates), or a real kustomize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verifier {
+    Builtin,
+    Kustomize,
+}
+
+impl Verifier {
+    /// Its name in the reports (`verified: builtin + kustomize`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verifier::Builtin => "builtin",
+            Verifier::Kustomize => "kustomize",
+        }
+    }
+}
+
 impl Plan {
+    /// The names of the renderers that checked the change.
+    pub fn verifier_names(&self) -> Vec<&'static str> {
+        self.verified_by.iter().map(|v| v.name()).collect()
+    }
+
     /// Take in what the kustomize gate checked of this plan's change.
     fn record(&mut self, outcome: kustomize::Outcome) {
         self.not_verified.extend(outcome.not_verified);
@@ -225,16 +247,16 @@ fn check(
     options: &ModelOptions,
     files: &[FileChange],
     findings: &[&Finding],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, GateFailure> {
     // YAML gate: every changed file parses completely.
     for f in files {
         if let Some(text) = &f.after {
             let (_, err) = YamlFile::parse(text);
             if let Some(e) = err {
-                return Err(format!(
-                    "YAML gate: {} would not parse ({}:{}: {})",
+                return Err(Gate::Yaml.fails(format!(
+                    "{} would not parse ({}:{}: {})",
                     f.path, e.line, e.column, e.message
-                ));
+                )));
             }
         }
     }
@@ -244,7 +266,7 @@ fn check(
     let touched = touched_layers(model, &after, files);
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let fixes = || findings.iter().filter_map(|f| f.fix.as_ref());
+    let fixes = || findings.iter().filter_map(|f| f.fix());
     let allowed = Allowed::of(fixes());
     let before_set = rendered_multiset(model, &touched, &changed, &allowed, false);
     let after_set = rendered_multiset(&after, &touched, &changed, &allowed, true);
@@ -256,18 +278,18 @@ fn check(
                 format!("{key} ×{n}")
             })
         };
-        return Err(format!(
-            "render gate: the objects rendered would change (before: {}; after: {})",
+        return Err(Gate::Render.fails(format!(
+            "the objects rendered would change (before: {}; after: {})",
             describe(missing),
             describe(extra)
-        ));
+        )));
     }
     // An error is new when its file reports it more often than before, wherever the edit moved
     // its line.
     if let Some((file, message)) = first_new_error(&model.diagnostics, &after.diagnostics) {
-        return Err(format!(
-            "render gate: the change introduces a problem: {file}: {message}"
-        ));
+        return Err(Gate::Render.fails(format!(
+            "the change introduces a problem: {file}: {message}"
+        )));
     }
     // Apply-context gate: every object is applied as before (cluster, identity, substitution,
     // decryption, prune/force/deletion policy, suspension, health expressions).
@@ -287,39 +309,38 @@ fn check(
             let at = |list: &[Finding]| list.iter().filter(|g| same_place(f, g)).count();
             let fixed = findings
                 .iter()
-                .filter(|g| same_place(f, g) && g.fix.is_some())
+                .filter(|g| same_place(f, g) && g.fix().is_some())
                 .count();
             let before = before.get_or_insert_with(|| rules::run(model, &rerun));
             at(&again) + fixed <= at(before)
         };
         for f in findings {
             let still = again.iter().find(|g| same_place(f, g));
-            let phase = f.fix.as_ref().and_then(|x| x.phase.as_ref());
+            let phase = f.fix().and_then(|x| x.phase.as_ref());
             match (still, phase) {
                 // A phase before the last must leave the finding with its next phase as the fix.
                 (Some(g), Some(p)) if p.phase < p.phases => {
                     let next = g
-                        .fix
-                        .as_ref()
+                        .fix()
                         .map(|x| x.phase.as_ref().map_or(p.phases, |q| q.phase));
                     if next.is_none_or(|n| n <= p.phase) {
-                        return Err(format!(
-                            "convergence: after phase {} of {} {} offers no next phase for {} in {}",
+                        return Err(Gate::Convergence.fails(format!(
+                            "after phase {} of {} {} offers no next phase for {} in {}",
                             p.phase, p.phases, f.rule, f.object, f.layer
-                        ));
+                        )));
                     }
                 }
                 (None, Some(p)) if p.phase < p.phases => {
-                    return Err(format!(
-                        "convergence: phase {} of {} already makes {} stop reporting {} in {}",
+                    return Err(Gate::Convergence.fails(format!(
+                        "phase {} of {} already makes {} stop reporting {} in {}",
                         p.phase, p.phases, f.rule, f.object, f.layer
-                    ));
+                    )));
                 }
                 (Some(_), _) if !left_by_the_fixes(f) => {
-                    return Err(format!(
-                        "convergence: {} still reports {} in {} after the fix",
+                    return Err(Gate::Convergence.fails(format!(
+                        "{} still reports {} in {} after the fix",
                         f.rule, f.object, f.layer
-                    ));
+                    )));
                 }
                 _ => {}
             }
@@ -331,7 +352,10 @@ fn check(
 /// Whether `g`, found after a change, is the finding `f`: same rule, layer, object and place
 /// file (in a fleet, other clusters have findings with the same names).
 pub fn same_place(f: &Finding, g: &Finding) -> bool {
-    g.rule == f.rule && g.layer == f.layer && g.object == f.object && g.file == f.file
+    g.rule == f.rule
+        && g.layer == f.layer
+        && g.object == f.object
+        && g.location.file == f.location.file
 }
 
 /// A deletion as two rollouts of one cluster can both have it.
@@ -358,7 +382,7 @@ fn transition_gate(
     model: &Model,
     after: &Model,
     fixes: &[&Fix],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, GateFailure> {
     let may_restart: Vec<&ObjectKey> = fixes.iter().flat_map(|f| f.may_restart.iter()).collect();
     let (deployed, already) = match base {
         Base::WorkTree => (model, HashSet::default()),
@@ -408,8 +432,8 @@ fn transition_gate(
             return Err(not_deployed(phase, name, deletion));
         }
     }
-    Err(format!(
-        "transition gate: as Flux rolls this change out, {first}{}",
+    Err(Gate::Transition.fails(format!(
+        "as Flux rolls this change out, {first}{}",
         match refused.len() {
             1 => String::new(),
             n => format!(
@@ -418,20 +442,20 @@ fn transition_gate(
                 if n == 2 { "" } else { "s" }
             ),
         }
-    ))
+    )))
 }
 
 /// Why a later phase is not offered yet: the base does not hold the earlier phase, so the move
 /// would delete what it protects. The one text for it.
-fn not_deployed(phase: &Phase, base: &str, deletion: &rollout::Deletion) -> String {
-    format!(
-        "transition gate: phase {} of {} is not deployed yet: merge it and let Flux apply it, then run fix again. The base ({base}; `--base REV` names the revision the cluster runs) does not hold its protection, so this move would make {} delete {}: {}",
+fn not_deployed(phase: &Phase, base: &str, deletion: &rollout::Deletion) -> GateFailure {
+    Gate::Transition.fails(format!(
+        "phase {} of {} is not deployed yet: merge it and let Flux apply it, then run fix again. The base ({base}; `--base REV` names the revision the cluster runs) does not hold its protection, so this move would make {} delete {}: {}",
         phase.phase - 1,
         phase.phases,
         deletion.deleted_by,
         deletion.object,
         deletion.effect
-    )
+    ))
 }
 
 /// Combine every finding's fix (conflicting ones wait for the next run) and verify the
@@ -444,81 +468,68 @@ pub fn plan(
     options: &ModelOptions,
     mut findings: Vec<Finding>,
 ) -> Plan {
+    let verified = |findings, files, rollout_notes| Plan {
+        findings,
+        files,
+        verified_by: vec![Verifier::Builtin],
+        not_verified: Vec::new(),
+        kustomize_layers: None,
+        kustomize_per_layer: Vec::new(),
+        rollout_notes,
+    };
     let combined = combine(&mut findings);
     let files = changes::contents(repo, &combined).unwrap_or_default();
-    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
+    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix().is_some()).collect();
     let first = if files.is_empty() {
         Ok(Vec::new())
     } else {
         check(repo, model, base, options, &files, &fixed)
     };
     if let Ok(rollout_notes) = first {
-        return Plan {
-            findings,
-            files,
-            verified_by: vec!["builtin"],
-            not_verified: Vec::new(),
-            kustomize_layers: None,
-            kustomize_per_layer: Vec::new(),
-            rollout_notes,
-        };
+        return verified(findings, files, rollout_notes);
     }
     for finding in &mut findings {
-        let Some(fix) = &finding.fix else { continue };
+        let Some(fix) = finding.fix() else { continue };
         let verdict = changes::contents(repo, &fix.changes)
-            .map_err(|e| e.to_string())
+            .map_err(|e| Gate::Writable.refuses(e.to_string()))
             .and_then(|files| check(repo, model, base, options, &files, &[finding]));
-        if let Err(reason) = verdict {
-            finding.fix = None;
-            finding.no_fix_reason = Some(format!("fix dropped: {reason}"));
+        if let Err(failure) = verdict {
+            drop_fix(finding, failure, false);
         }
     }
     let combined = combine(&mut findings);
     let files = changes::contents(repo, &combined).unwrap_or_default();
-    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix.is_some()).collect();
+    let fixed: Vec<&Finding> = findings.iter().filter(|f| f.fix().is_some()).collect();
     let verdict = if files.is_empty() {
         Ok(Vec::new())
     } else {
         check(repo, model, base, options, &files, &fixed)
     };
     match verdict {
-        Ok(rollout_notes) => Plan {
-            findings,
-            files,
-            verified_by: vec!["builtin"],
-            not_verified: Vec::new(),
-            kustomize_layers: None,
-            kustomize_per_layer: Vec::new(),
-            rollout_notes,
-        },
-        Err(reason) => {
+        Ok(rollout_notes) => verified(findings, files, rollout_notes),
+        Err(failure) => {
             for f in &mut findings {
-                if f.fix.take().is_some() {
-                    f.no_fix_reason =
-                        Some(format!("fix dropped: the combined change fails: {reason}"));
+                if f.fix().is_some() {
+                    drop_fix(f, failure.clone(), true);
                 }
             }
-            Plan {
-                findings,
-                files: Vec::new(),
-                verified_by: vec!["builtin"],
-                not_verified: Vec::new(),
-                kustomize_layers: None,
-                kustomize_per_layer: Vec::new(),
-                rollout_notes: Vec::new(),
-            }
+            verified(findings, Vec::new(), Vec::new())
         }
     }
 }
 
+/// The fix of `f` refused by a gate, alone or (`combined`) with the others.
+pub(crate) fn drop_fix(f: &mut Finding, failure: GateFailure, combined: bool) {
+    f.remedy = Remedy::Dropped(Dropped { failure, combined });
+}
+
 /// Merge the fixes in finding order; a fix whose edits conflict with an earlier one waits.
-fn combine(findings: &mut [Finding]) -> crate::edit::Changeset {
+pub(crate) fn combine(findings: &mut [Finding]) -> crate::edit::Changeset {
     let mut combined = crate::edit::Changeset::default();
     for finding in findings.iter_mut() {
-        let Some(fix) = &finding.fix else { continue };
+        let Some(fix) = finding.fix() else { continue };
         if let Err(e) = combined.merge(&fix.changes) {
-            finding.fix = None;
-            finding.no_fix_reason = Some(format!(
+            finding.remedy = Remedy::Withheld(format!(
                 "not fixed this run: its edits conflict with an earlier fix ({e}); run fix again"
             ));
         }
@@ -536,9 +547,7 @@ fn first_new_error<'a>(
         let mut count: BTreeMap<(&'a str, &'a str), usize> = BTreeMap::new();
         for d in diagnostics {
             if d.severity == crate::diagnostics::Severity::Error {
-                *count
-                    .entry((d.file.as_str(), d.message.as_str()))
-                    .or_default() += 1;
+                *count.entry((d.file(), d.message.as_str())).or_default() += 1;
             }
         }
         count

@@ -29,7 +29,7 @@ pub(super) fn rest_passes_together(
 ) -> bool {
     // Each move: its first phase's finding and the finding whose fix is its phase to apply next.
     let mut moves: Vec<(&Finding, Finding)> = firsts.iter().map(|f| (*f, (*f).clone())).collect();
-    let mut fixes: Vec<Fix> = firsts.iter().filter_map(|f| f.fix.clone()).collect();
+    let mut fixes: Vec<Fix> = firsts.iter().filter_map(|f| f.fix().cloned()).collect();
     // The final state, as the files every phase so far changed (path → text, or deleted).
     let mut overlay = BTreeMap::new();
     let mut current = repo.clone();
@@ -55,7 +55,7 @@ pub(super) fn rest_passes_together(
             let Some(next) = found.iter().find(|g| same_place(first, g)) else {
                 continue;
             };
-            let Some(fix) = &next.fix else {
+            let Some(fix) = next.fix() else {
                 return false;
             };
             if phase_of(next) <= phase_of(&done)
@@ -109,15 +109,14 @@ fn together<'a>(
 ) -> Option<Vec<changes::FileChange>> {
     let mut combined = Changeset::default();
     for f in findings {
-        combined.merge(&f.fix.as_ref()?.changes).ok()?;
+        combined.merge(&f.fix()?.changes).ok()?;
     }
     changes::contents(repo, &combined).ok()
 }
 
 /// The phase a finding's fix is (a fix without phases is its move's last).
 fn phase_of(f: &Finding) -> u8 {
-    f.fix
-        .as_ref()
+    f.fix()
         .and_then(|x| x.phase.as_ref())
         .map_or(u8::MAX, |p| p.phase)
 }
@@ -125,8 +124,7 @@ fn phase_of(f: &Finding) -> u8 {
 /// How many phases the move a first phase begins takes.
 fn phases_of(first: &Finding) -> u8 {
     first
-        .fix
-        .as_ref()
+        .fix()
         .and_then(|x| x.phase.as_ref())
         .map_or(1, |p| p.phases)
 }

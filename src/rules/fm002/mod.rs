@@ -23,7 +23,7 @@ use crate::model::{Layer, LayerRef, Model, Rendered, Variant};
 use crate::rollout::failure::masked;
 
 use super::disposable::Analysis;
-use super::{Finding, Rule, RuleMeta, plural};
+use super::{Draft, Finding, Rule, RuleMeta, plural};
 use drop_edges::plan_drop_edges;
 use plan::plan_fix;
 
@@ -41,7 +41,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
         &META
     }
 
-    fn check(&self, model: &Model) -> Vec<Finding> {
+    fn check(&self, model: &Model) -> Vec<Draft> {
         let mut analysis = Analysis::new(model);
         let mut findings = Vec::new();
         for (layer_id, layer) in model.live_layers() {
@@ -78,7 +78,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     plan_fix(&mut analysis, layer_id, vi, &bundle)
                 };
                 let variant = &layer.variants[vi];
-                let mut found: Vec<Finding> = bundle
+                let mut found: Vec<Draft> = bundle
                     .gated
                     .iter()
                     .map(|(inv, reason)| {
@@ -95,22 +95,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
                     .collect();
                 // The fix rides on the finding reported first.
                 found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-                let first = found
-                    .first()
-                    .map(|f| format!("{}:{}", f.file, f.line))
-                    .unwrap_or_default();
-                let group = Some((layer_id, vi));
-                for (i, mut finding) in found.into_iter().enumerate() {
-                    finding.fix_group = group;
-                    match (&fix, i) {
-                        (Ok(f), 0) => finding.fix = Some(f.clone()),
-                        (Ok(_), _) => {
-                            finding.no_fix_reason = Some(super::fixed_together_with(&first))
-                        }
-                        (Err(reason), _) => finding.no_fix_reason = Some(reason.clone()),
-                    }
-                    findings.push(finding);
-                }
+                findings.extend(Draft::share(found, (layer_id, vi), &fix));
             }
         }
         findings
@@ -133,14 +118,14 @@ fn describe(
     reason: &str,
     blocked: &[LayerRef],
     masked: usize,
-) -> Finding {
+) -> Draft {
     let how = if layer.wait {
         "wait: true"
     } else {
         "its healthChecks"
     };
     let model = analysis.model;
-    let mut message = format!(
+    let mut summary = format!(
         "{} ({how}) health-gates {}, a disposable workload ({reason})",
         layer.id,
         analysis.key_text(&r.key)
@@ -151,21 +136,23 @@ fn describe(
         .map(|(p, n)| format!("{p}={n}"))
         .collect();
     if !bindings.is_empty() {
-        message.push_str(&format!(" [variant {}]", bindings.join(", ")));
+        summary.push_str(&format!(" [variant {}]", bindings.join(", ")));
     }
+    summary.push('.');
     let blocks = if blocked.is_empty() {
         "blocks no other layer".to_string()
     } else {
         format!("would leave {} DependencyNotReady", names(blocked))
     };
-    message.push_str(&format!(
-        ". When it fails, the layer turns Ready=False: it {blocks} and masks the status of {} it applies",
+    let mut details = vec![format!(
+        "When it fails, the layer turns Ready=False: it {blocks} and masks the status of {} it applies",
         plural(masked, "other object", "other objects")
-    ));
+    )];
     if layer.wait && !layer.health_checks.is_empty() {
         let listed = layer.health_checks.iter().any(|hc| hc.matches(&r.key));
-        message.push_str(&format!(
-            ". Its {} ignored because wait is true: Flux checks every object it applies, not only the listed ones ({})",
+        details.last_mut().expect("one sentence").push('.');
+        details.push(format!(
+            "Its {} ignored because wait is true: Flux checks every object it applies, not only the listed ones ({})",
             plural(layer.health_checks.len(), "healthChecks entry is", "healthChecks entries are"),
             if listed {
                 "this one is listed"
@@ -175,25 +162,18 @@ fn describe(
         ));
     }
     let obj = model.object(r.object);
-    Finding {
-        rule: META.id,
-        severity: if blocked.is_empty() {
-            Severity::Warning
-        } else {
-            Severity::Error
-        },
-        message,
-        file: model.repo.file(obj.file).path.clone(),
-        line: obj.line,
-        column: 0,
-        layer: layer.id.clone(),
-        cluster: String::new(),
-        cluster_index: layer.cluster,
-        object: r.key.clone(),
-        blocked_layers: blocked.to_vec(),
-        masked_objects: masked,
-        fix: None,
-        no_fix_reason: None,
-        fix_group: None,
-    }
+    let severity = if blocked.is_empty() {
+        Severity::Warning
+    } else {
+        Severity::Error
+    };
+    Finding::draft(
+        (META.id, severity),
+        (model.repo.file(obj.file).path.clone(), obj.line),
+        (layer.id.clone(), layer.cluster),
+        r.key.clone(),
+    )
+    .summary(summary)
+    .details(details)
+    .blast(blocked.to_vec(), masked)
 }

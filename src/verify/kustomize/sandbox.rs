@@ -126,7 +126,7 @@ impl<'a> Walk<'a> {
             .repo
             .diagnostics
             .iter()
-            .find(|d| d.file == path)
+            .find(|d| d.file() == path)
             .map_or("not read", |d| d.message.as_str());
         format!("{path} was not read by fluxmend ({why})")
     }

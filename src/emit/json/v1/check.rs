@@ -16,7 +16,7 @@ pub struct Finding<'a> {
     /// The rule's id (`FM001`).
     pub rule: &'a str,
     pub severity: Severity,
-    pub message: &'a str,
+    pub message: String,
     /// Where the object enters the layer, or the setting at fault; relative to PATH.
     pub file: &'a str,
     /// 1-based.
@@ -43,16 +43,16 @@ impl<'a> From<&'a rules::Finding> for Finding<'a> {
         Finding {
             rule: f.rule,
             severity: f.severity.into(),
-            message: &f.message,
-            file: &f.file,
-            line: f.line,
-            column: f.column,
+            message: f.message(),
+            file: &f.location.file,
+            line: f.location.line,
+            column: f.location.column,
             layer: (&f.layer).into(),
             cluster: &f.cluster,
             object: (&f.object).into(),
             blocked_layers: layers(&f.blocked_layers),
             masked_objects: f.masked_objects,
-            fixable: f.fix.is_some(),
+            fixable: f.fix().is_some(),
         }
     }
 }
@@ -90,9 +90,9 @@ impl<'a> From<&'a suppress::Suppression> for Suppression<'a> {
             },
             rules: &s.rules,
             reason: &s.reason,
-            file: &s.file,
-            line: s.line,
-            column: s.column,
+            file: &s.location.file,
+            line: s.location.line,
+            column: s.location.column,
         }
     }
 }
@@ -230,15 +230,15 @@ pub struct FixFinding<'a> {
     pub finding: Finding<'a>,
     pub fix: Option<Fix<'a>>,
     /// Why no fix is offered, or why verification dropped it.
-    pub no_fix_reason: Option<&'a str>,
+    pub no_fix_reason: Option<String>,
 }
 
 impl<'a> From<&'a rules::Finding> for FixFinding<'a> {
     fn from(f: &'a rules::Finding) -> Self {
         FixFinding {
             finding: f.into(),
-            fix: f.fix.as_ref().map(Fix::from),
-            no_fix_reason: f.no_fix_reason.as_deref(),
+            fix: f.fix().map(Fix::from),
+            no_fix_reason: f.remedy.reason(),
         }
     }
 }
@@ -311,7 +311,7 @@ pub struct FixReport<'a> {
     /// `written` or `committed`; null when the change was only printed.
     pub applied: Option<&'a str>,
     /// The gates that checked the change (empty with `--verify off`).
-    pub verified_by: &'a [&'a str],
+    pub verified_by: Vec<&'static str>,
     /// Null when the kustomize gate did not run.
     pub kustomize_layers: Option<KustomizeLayers<'a>>,
     /// What a gate could not check, and why.
@@ -341,7 +341,7 @@ impl<'a> FixReport<'a> {
             files: plan.files.iter().map(File::from).collect(),
             diff,
             applied: Some(action).filter(|a| !a.is_empty()),
-            verified_by: &plan.verified_by,
+            verified_by: plan.verifier_names(),
             kustomize_layers: plan
                 .kustomize_layers
                 .map(|(built, affected)| KustomizeLayers {

@@ -116,9 +116,9 @@ impl<'a> From<&'a diagnostics::Diagnostic> for Diagnostic<'a> {
     fn from(d: &'a diagnostics::Diagnostic) -> Self {
         Diagnostic {
             severity: d.severity.into(),
-            file: &d.file,
-            line: d.line,
-            column: d.column,
+            file: d.file(),
+            line: d.place.position().map(|(line, _)| line),
+            column: d.place.position().map(|(_, column)| column),
             message: &d.message,
         }
     }
