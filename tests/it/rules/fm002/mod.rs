@@ -21,31 +21,32 @@ use fluxmend::verify::kustomize::generated_resources;
 use yaml_rust2::yaml::Hash;
 use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
-const CASES: &[&str] = &[
-    "forgejo-runners-in-apps",
-    "fm002-helm-runners",
-    "fm002-generated",
-    "fm002-runners-folder",
-    "fm002-components",
-    "fm002-outer-components",
-    "fm002-ks-layout",
-];
+per_case! {
+    [
+        findings_and_diffs_match_snapshots,
+        written_result_equals_after_tree_and_converges,
+        kubectl_renders_every_object_once_with_the_same_content_before_and_after,
+        after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing,
+        the_new_layer_is_applied_by_the_same_parent_as_the_old_one,
+    ]
+    forgejo_runners_in_apps => "forgejo-runners-in-apps",
+    fm002_helm_runners => "fm002-helm-runners",
+    fm002_generated => "fm002-generated",
+    fm002_runners_folder => "fm002-runners-folder",
+    fm002_components => "fm002-components",
+    fm002_outer_components => "fm002-outer-components",
+    fm002_ks_layout => "fm002-ks-layout",
+}
 
-#[test]
-fn findings_and_diffs_match_snapshots() {
-    for case in CASES {
-        for (suffix, run) in fix_runs(case, &["--rule", "FM002"]) {
-            insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
-            insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
-        }
+fn findings_and_diffs_match_snapshots(case: &str) {
+    for (suffix, run) in fix_runs(case, &["--rule", "FM002"]) {
+        insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+        insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
     }
 }
 
-#[test]
-fn written_result_equals_after_tree_and_converges() {
-    for case in CASES {
-        assert_fix_writes_after_tree(case, "FM002", &[]);
-    }
+fn written_result_equals_after_tree_and_converges(case: &str) {
+    assert_fix_writes_after_tree(case, "FM002", &[]);
 }
 
 #[test]
@@ -338,45 +339,42 @@ fn set_metadata(doc: &mut Yaml, key: &str, add: &serde_json::Map<String, serde_j
     }
 }
 
-#[test]
-fn kubectl_renders_every_object_once_with_the_same_content_before_and_after() {
-    for case in CASES {
-        // The one change a phased move makes to an object is its prune: disabled annotation:
-        // compared without it.
-        let builds = |stage| -> BTreeMap<String, Vec<String>> {
-            flux_builds(&fixture(case, stage))
-                .into_iter()
-                .map(|(doc, layers)| (strip_protection(&doc), layers))
-                .collect()
-        };
-        let (before, after) = (builds("before"), builds("after"));
-        assert!(before.len() > 10, "{case}: rendered too little to compare");
-        for (side, builds) in [("before", &before), ("after", &after)] {
-            let twice: Vec<_> = builds.iter().filter(|(_, l)| l.len() != 1).collect();
-            assert!(
-                twice.is_empty(),
-                "{case} {side}: rendered more than once: {twice:?}"
-            );
-        }
-        let docs = |b: &BTreeMap<String, Vec<String>>| b.keys().cloned().collect::<BTreeSet<_>>();
-        assert_eq!(
-            docs(&before),
-            docs(&after),
-            "{case}: objects rendered differ"
+fn kubectl_renders_every_object_once_with_the_same_content_before_and_after(case: &str) {
+    // The one change a phased move makes to an object is its prune: disabled annotation:
+    // compared without it.
+    let builds = |stage| -> BTreeMap<String, Vec<String>> {
+        flux_builds(&fixture(case, stage))
+            .into_iter()
+            .map(|(doc, layers)| (strip_protection(&doc), layers))
+            .collect()
+    };
+    let (before, after) = (builds("before"), builds("after"));
+    assert!(before.len() > 10, "{case}: rendered too little to compare");
+    for (side, builds) in [("before", &before), ("after", &after)] {
+        let twice: Vec<_> = builds.iter().filter(|(_, l)| l.len() != 1).collect();
+        assert!(
+            twice.is_empty(),
+            "{case} {side}: rendered more than once: {twice:?}"
         );
-        // Only the disposable bundle changed layer, and it now comes from the new layer.
-        let moved: Vec<(&String, &String, &String)> = before
-            .iter()
-            .filter(|&(doc, l)| after[doc] != *l)
-            .map(|(doc, l)| (doc, &l[0], &after[doc][0]))
-            .collect();
-        assert!(!moved.is_empty(), "{case}: nothing moved");
-        for (doc, from, to) in moved {
-            assert!(
-                to.starts_with(&format!("{from}-runners")),
-                "{case}: moved from {from} to {to}:\n{doc}"
-            );
-        }
+    }
+    let docs = |b: &BTreeMap<String, Vec<String>>| b.keys().cloned().collect::<BTreeSet<_>>();
+    assert_eq!(
+        docs(&before),
+        docs(&after),
+        "{case}: objects rendered differ"
+    );
+    // Only the disposable bundle changed layer, and it now comes from the new layer.
+    let moved: Vec<(&String, &String, &String)> = before
+        .iter()
+        .filter(|&(doc, l)| after[doc] != *l)
+        .map(|(doc, l)| (doc, &l[0], &after[doc][0]))
+        .collect();
+    assert!(!moved.is_empty(), "{case}: nothing moved");
+    for (doc, from, to) in moved {
+        assert!(
+            to.starts_with(&format!("{from}-runners")),
+            "{case}: moved from {from} to {to}:\n{doc}"
+        );
     }
 }
 
@@ -390,56 +388,53 @@ fn fm002_findings(root: &Path) -> Vec<(String, ObjectKey)> {
         .collect()
 }
 
-#[test]
-fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing() {
-    for case in CASES {
-        let gated_before = fm002_findings(&fixture(case, "before"));
-        assert!(!gated_before.is_empty(), "{case}");
-        let repo = Repo::load(&fixture(case, "after")).unwrap();
-        let model = Model::build(&repo, &Default::default());
-        let mut analysis = Analysis::new(&model);
-        for (old_layer, key) in &gated_before {
-            // Every layer that would turn red when this workload fails.
-            let mut gating = Vec::new();
-            for (id, layer) in model.live_layers() {
-                for (vi, v) in layer.variants.iter().enumerate() {
-                    if v.inventory
-                        .iter()
-                        .any(|r| r.key == *key && layer.gates(&r.key))
-                    {
-                        gating.push((id, vi));
-                    }
+fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing(case: &str) {
+    let gated_before = fm002_findings(&fixture(case, "before"));
+    assert!(!gated_before.is_empty(), "{case}");
+    let repo = Repo::load(&fixture(case, "after")).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let mut analysis = Analysis::new(&model);
+    for (old_layer, key) in &gated_before {
+        // Every layer that would turn red when this workload fails.
+        let mut gating = Vec::new();
+        for (id, layer) in model.live_layers() {
+            for (vi, v) in layer.variants.iter().enumerate() {
+                if v.inventory
+                    .iter()
+                    .any(|r| r.key == *key && layer.gates(&r.key))
+                {
+                    gating.push((id, vi));
                 }
             }
+        }
+        assert!(
+            !gating.is_empty(),
+            "{case}: {key} is gated by no layer: its health is visible nowhere"
+        );
+        for (id, vi) in gating {
+            let layer = model.layer(id);
+            assert_ne!(&layer.id.name, old_layer, "{case}: {key}");
+            let blocked: Vec<String> = model
+                .dependents(id)
+                .iter()
+                .map(|&d| model.layer(d).id.to_string())
+                .collect();
             assert!(
-                !gating.is_empty(),
-                "{case}: {key} is gated by no layer: its health is visible nowhere"
+                blocked.is_empty(),
+                "{case}: {key} in {} blocks {blocked:?}",
+                layer.id
             );
-            for (id, vi) in gating {
-                let layer = model.layer(id);
-                assert_ne!(&layer.id.name, old_layer, "{case}: {key}");
-                let blocked: Vec<String> = model
-                    .dependents(id)
-                    .iter()
-                    .map(|&d| model.layer(d).id.to_string())
-                    .collect();
-                assert!(
-                    blocked.is_empty(),
-                    "{case}: {key} in {} blocks {blocked:?}",
-                    layer.id
-                );
-                let bundle = analysis.bundle(id, vi);
-                let masked: Vec<String> = bundle
-                    .staying
-                    .iter()
-                    .map(|&i| layer.variants[vi].inventory[i].key.to_string())
-                    .collect();
-                assert!(
-                    masked.is_empty(),
-                    "{case}: {key} in {} masks {masked:?}",
-                    layer.id
-                );
-            }
+            let bundle = analysis.bundle(id, vi);
+            let masked: Vec<String> = bundle
+                .staying
+                .iter()
+                .map(|&i| layer.variants[vi].inventory[i].key.to_string())
+                .collect();
+            assert!(
+                masked.is_empty(),
+                "{case}: {key} in {} masks {masked:?}",
+                layer.id
+            );
         }
     }
 }
@@ -447,27 +442,24 @@ fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing() {
 /// A move must be live: after the rewrite, every new layer is applied by the same parent layer as
 /// the one it was split from (asked of the model, independent of the render gate), and the
 /// old layer is still applied there.
-#[test]
-fn the_new_layer_is_applied_by_the_same_parent_as_the_old_one() {
-    for case in CASES {
-        let old: BTreeSet<String> = fm002_findings(&fixture(case, "before"))
-            .into_iter()
-            .map(|(layer, _)| layer)
-            .collect();
-        let repo = Repo::load(&fixture(case, "after")).unwrap();
-        let model = Model::build(&repo, &Default::default());
-        let parent = |name: &str| {
-            let (_, layer) = model
-                .live_layers()
-                .find(|(_, l)| l.id.name == name)
-                .unwrap_or_else(|| panic!("{case}: no live layer {name}"));
-            layer.applied_by.map(|p| model.layer(p).id.to_string())
-        };
-        for name in &old {
-            let new = format!("{name}-runners");
-            assert!(parent(name).is_some(), "{case}: {name} has no parent");
-            assert_eq!(parent(&new), parent(name), "{case}: {new} vs {name}");
-        }
+fn the_new_layer_is_applied_by_the_same_parent_as_the_old_one(case: &str) {
+    let old: BTreeSet<String> = fm002_findings(&fixture(case, "before"))
+        .into_iter()
+        .map(|(layer, _)| layer)
+        .collect();
+    let repo = Repo::load(&fixture(case, "after")).unwrap();
+    let model = Model::build(&repo, &Default::default());
+    let parent = |name: &str| {
+        let (_, layer) = model
+            .live_layers()
+            .find(|(_, l)| l.id.name == name)
+            .unwrap_or_else(|| panic!("{case}: no live layer {name}"));
+        layer.applied_by.map(|p| model.layer(p).id.to_string())
+    };
+    for name in &old {
+        let new = format!("{name}-runners");
+        assert!(parent(name).is_some(), "{case}: {name} has no parent");
+        assert_eq!(parent(&new), parent(name), "{case}: {new} vs {name}");
     }
 }
 

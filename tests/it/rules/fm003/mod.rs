@@ -8,23 +8,21 @@ use crate::common::{
     rule_findings,
 };
 
-const CASES: &[&str] = &["fm003-instance-patch", "fm003-sources"];
+per_case! {
+    [findings_and_diffs_match_snapshots, written_result_equals_after_tree_and_converges]
+    fm003_instance_patch => "fm003-instance-patch",
+    fm003_sources => "fm003-sources",
+}
 
-#[test]
-fn findings_and_diffs_match_snapshots() {
-    for case in CASES {
-        for (suffix, run) in fix_runs(case, &["--rule", "FM003"]) {
-            insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
-            insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
-        }
+fn findings_and_diffs_match_snapshots(case: &str) {
+    for (suffix, run) in fix_runs(case, &["--rule", "FM003"]) {
+        insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+        insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
     }
 }
 
-#[test]
-fn written_result_equals_after_tree_and_converges() {
-    for case in CASES {
-        assert_fix_writes_after_tree(case, "FM003", &["--rule", "FM003"]);
-    }
+fn written_result_equals_after_tree_and_converges(case: &str) {
+    assert_fix_writes_after_tree(case, "FM003", &["--rule", "FM003"]);
 }
 
 fn fm003_findings(root: &std::path::Path) -> Vec<serde_json::Value> {

@@ -6,29 +6,27 @@ use crate::common::{
     self, assert_no_finding_of, assert_unfixable_and_documented, fixture, fluxmend,
 };
 
-const CASES: &[&str] = &[
-    "fm004-instance-patches",
-    "fm004-instance-order",
-    "fm004-instance-namespace",
-    "fm004-flux-components",
-    "fm004-layer-patches",
-    "fm004-clean",
-];
+per_case! {
+    [findings_match_snapshots_in_text_and_json]
+    fm004_instance_patches => "fm004-instance-patches",
+    fm004_instance_order => "fm004-instance-order",
+    fm004_instance_namespace => "fm004-instance-namespace",
+    fm004_flux_components => "fm004-flux-components",
+    fm004_layer_patches => "fm004-layer-patches",
+    fm004_clean => "fm004-clean",
+}
 
-#[test]
-fn findings_match_snapshots_in_text_and_json() {
-    for case in CASES {
-        let root = fixture(case, "before");
-        let root = root.to_str().unwrap();
-        let text = fluxmend(["check", root, "--rule", "FM004", "--show-notes"]);
-        text.assert_no_panic();
-        insta::assert_snapshot!(format!("{case}-check"), text.stdout);
-        let json = fluxmend(["check", root, "--rule", "FM004", "--format", "json"]).json();
-        insta::assert_snapshot!(
-            format!("{case}-json"),
-            serde_json::to_string_pretty(&json["findings"]).unwrap()
-        );
-    }
+fn findings_match_snapshots_in_text_and_json(case: &str) {
+    let root = fixture(case, "before");
+    let root = root.to_str().unwrap();
+    let text = fluxmend(["check", root, "--rule", "FM004", "--show-notes"]);
+    text.assert_no_panic();
+    insta::assert_snapshot!(format!("{case}-check"), text.stdout);
+    let json = fluxmend(["check", root, "--rule", "FM004", "--format", "json"]).json();
+    insta::assert_snapshot!(
+        format!("{case}-json"),
+        serde_json::to_string_pretty(&json["findings"]).unwrap()
+    );
 }
 
 #[test]

@@ -8,23 +8,21 @@ use crate::common::{
     rule_findings,
 };
 
-const CASES: &[&str] = &["fm005-inline", "fm005-flow-crlf"];
+per_case! {
+    [findings_and_diffs_match_snapshots, written_result_equals_after_tree_and_converges]
+    fm005_inline => "fm005-inline",
+    fm005_flow_crlf => "fm005-flow-crlf",
+}
 
-#[test]
-fn findings_and_diffs_match_snapshots() {
-    for case in CASES {
-        for (suffix, run) in fix_runs(case, &["--rule", "FM005"]) {
-            insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
-            insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
-        }
+fn findings_and_diffs_match_snapshots(case: &str) {
+    for (suffix, run) in fix_runs(case, &["--rule", "FM005"]) {
+        insta::assert_snapshot!(format!("{case}{suffix}-report"), run.stderr);
+        insta::assert_snapshot!(format!("{case}{suffix}-diff"), run.stdout);
     }
 }
 
-#[test]
-fn written_result_equals_after_tree_and_converges() {
-    for case in CASES {
-        assert_fix_writes_after_tree(case, "FM005", &[]);
-    }
+fn written_result_equals_after_tree_and_converges(case: &str) {
+    assert_fix_writes_after_tree(case, "FM005", &[]);
 }
 
 /// The finding names the ignored entries, what the layer really waits on, that the list is

@@ -5,28 +5,26 @@ use crate::common::{
     self, assert_no_finding_of, assert_unfixable_and_documented, fixture, fluxmend,
 };
 
-const CASES: &[&str] = &[
-    "fm006-verify-patch",
-    "fm006-sync-at-bootstrap",
-    "fm006-verify-in-sync-file",
-    "fm006-bootstrap-only",
-    "fm006-defects",
-];
+per_case! {
+    [findings_match_snapshots_in_text_and_json]
+    fm006_verify_patch => "fm006-verify-patch",
+    fm006_sync_at_bootstrap => "fm006-sync-at-bootstrap",
+    fm006_verify_in_sync_file => "fm006-verify-in-sync-file",
+    fm006_bootstrap_only => "fm006-bootstrap-only",
+    fm006_defects => "fm006-defects",
+}
 
-#[test]
-fn findings_match_snapshots_in_text_and_json() {
-    for case in CASES {
-        let root = fixture(case, "before");
-        let root = root.to_str().unwrap();
-        let text = fluxmend(["check", root, "--rule", "FM006", "--show-notes"]);
-        text.assert_no_panic();
-        insta::assert_snapshot!(format!("{case}-check"), text.stdout);
-        let json = fluxmend(["check", root, "--rule", "FM006", "--format", "json"]).json();
-        insta::assert_snapshot!(
-            format!("{case}-json"),
-            serde_json::to_string_pretty(&json["findings"]).unwrap()
-        );
-    }
+fn findings_match_snapshots_in_text_and_json(case: &str) {
+    let root = fixture(case, "before");
+    let root = root.to_str().unwrap();
+    let text = fluxmend(["check", root, "--rule", "FM006", "--show-notes"]);
+    text.assert_no_panic();
+    insta::assert_snapshot!(format!("{case}-check"), text.stdout);
+    let json = fluxmend(["check", root, "--rule", "FM006", "--format", "json"]).json();
+    insta::assert_snapshot!(
+        format!("{case}-json"),
+        serde_json::to_string_pretty(&json["findings"]).unwrap()
+    );
 }
 
 #[test]

@@ -5,22 +5,23 @@ use crate::common::{
     self, assert_no_finding_of, assert_unfixable_and_documented, fixture, fluxmend,
 };
 
-const CASES: &[&str] = &["fm007-overlapping-patches", "fm007-different-fields"];
+per_case! {
+    [findings_match_snapshots_in_text_and_json]
+    fm007_overlapping_patches => "fm007-overlapping-patches",
+    fm007_different_fields => "fm007-different-fields",
+}
 
-#[test]
-fn findings_match_snapshots_in_text_and_json() {
-    for case in CASES {
-        let root = fixture(case, "before");
-        let root = root.to_str().unwrap();
-        let text = fluxmend(["check", root, "--rule", "FM007", "--show-notes"]);
-        text.assert_no_panic();
-        insta::assert_snapshot!(format!("{case}-check"), text.stdout);
-        let json = fluxmend(["check", root, "--rule", "FM007", "--format", "json"]).json();
-        insta::assert_snapshot!(
-            format!("{case}-json"),
-            serde_json::to_string_pretty(&json["findings"]).unwrap()
-        );
-    }
+fn findings_match_snapshots_in_text_and_json(case: &str) {
+    let root = fixture(case, "before");
+    let root = root.to_str().unwrap();
+    let text = fluxmend(["check", root, "--rule", "FM007", "--show-notes"]);
+    text.assert_no_panic();
+    insta::assert_snapshot!(format!("{case}-check"), text.stdout);
+    let json = fluxmend(["check", root, "--rule", "FM007", "--format", "json"]).json();
+    insta::assert_snapshot!(
+        format!("{case}-json"),
+        serde_json::to_string_pretty(&json["findings"]).unwrap()
+    );
 }
 
 #[test]
