@@ -1,0 +1,148 @@
+//! The model on a fleet repository: one root per cluster, bootstrap and FluxInstance roots side
+//! by side, and dependencies resolved inside each cluster only.
+
+use crate::common::TempRepo;
+use fluxmend::load::Repo;
+use fluxmend::model::{Model, ModelOptions};
+
+fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
+    let deps = depends_on.map_or(String::new(), |d| {
+        format!("  dependsOn:\n    - name: {d}\n")
+    });
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  path: {path}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  wait: true\n{deps}"
+    )
+}
+
+#[test]
+fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
+    let tmp = TempRepo::empty();
+    let root = tmp.path();
+    for cluster in ["a", "b", "c"] {
+        let dir = format!("clusters/{cluster}");
+        if cluster == "c" {
+            // Cluster c is run by the Flux Operator.
+            tmp.write(&format!("{dir}/flux-instance.yaml"),
+                "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/c\n",
+            );
+        } else {
+            tmp.write(&format!("{dir}/flux-system/gotk-sync.yaml"),
+                format!(
+                    "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
+                    layer("flux-system", &format!("./{dir}"), None)
+                ),
+            );
+        }
+        tmp.write(
+            &format!("{dir}/infra.yaml"),
+            layer("infra", "./infra", None),
+        );
+        tmp.write(
+            &format!("{dir}/apps.yaml"),
+            layer("apps", "./apps", Some("infra")),
+        );
+    }
+    tmp.write(
+        "infra/ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: infra\n",
+    );
+    tmp.write(
+        "apps/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
+    );
+
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    assert_eq!(
+        model.diagnostics,
+        vec![],
+        "a clean fleet has no diagnostics"
+    );
+    assert!(
+        model.layers.iter().all(|l| l.live),
+        "every layer is reached from its cluster's root"
+    );
+    let clusters: std::collections::BTreeSet<_> = model.layers.iter().map(|l| l.cluster).collect();
+    assert_eq!(clusters.len(), 3);
+    for (id, l) in model.layers.iter().enumerate() {
+        if l.id.name == "apps" {
+            let deps = model.dependencies(id);
+            assert_eq!(deps.len(), 1, "apps waits for its own cluster's infra only");
+            assert_eq!(model.layer(deps[0]).cluster, l.cluster);
+            assert_eq!(model.dependents(deps[0]), vec![id]);
+        }
+    }
+}
+
+#[test]
+fn dependency_cycles_are_reported_once_per_cycle() {
+    let tmp = TempRepo::empty();
+    let root = tmp.path();
+    tmp.write(
+        "clusters/a/flux-system/gotk-sync.yaml",
+        layer("flux-system", "./clusters/a", None),
+    );
+    tmp.write("clusters/a/x.yaml", layer("x", "./w", Some("y")));
+    tmp.write("clusters/a/y.yaml", layer("y", "./w", Some("z")));
+    tmp.write("clusters/a/z.yaml", layer("z", "./w", Some("x")));
+    tmp.write("clusters/a/self.yaml", layer("self", "./w", Some("self")));
+    tmp.write(
+        "w/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n  namespace: default\n",
+    );
+    let repo = Repo::load(root).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    let cycles: Vec<_> = model
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with("dependsOn cycle"))
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(cycles.len(), 2, "{cycles:?}");
+    assert!(
+        cycles
+            .iter()
+            .any(|m| m.contains("flux-system/x, flux-system/y, flux-system/z")),
+        "{cycles:?}"
+    );
+    assert!(
+        cycles.iter().any(|m| m.contains("flux-system/self wait")),
+        "{cycles:?}"
+    );
+}
+
+/// What a `chartRef` or `sourceRef` names is found by kind and name: the namespace given (or
+/// none), and otherwise the first in repository order — the same answer for every HelmRelease of
+/// a fleet, looked up through one index instead of a scan per release.
+#[test]
+fn find_object_resolves_by_kind_name_and_namespace() {
+    let tmp = TempRepo::empty();
+    let repo_source = |ns: Option<&str>, url: &str| {
+        let ns = ns.map_or(String::new(), |n| format!("  namespace: {n}\n"));
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: charts\n{ns}spec:\n  url: {url}\n"
+        )
+    };
+    tmp.write("a/source.yaml", repo_source(Some("team-a"), "oci://a"));
+    tmp.write("b/source.yaml", repo_source(Some("team-b"), "oci://b"));
+    tmp.write("c/source.yaml", repo_source(None, "oci://c"));
+    tmp.write(
+        "d/other.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: charts\n  namespace: team-b\n",
+    );
+    let repo = Repo::load(tmp.path()).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    let file_of =
+        |found: Option<usize>| found.map(|i| repo.file(model.object(i).file).path.clone());
+    let find = |ns| file_of(model.find_object("OCIRepository", "charts", ns));
+    assert_eq!(find(Some("team-b")).as_deref(), Some("b/source.yaml"));
+    assert_eq!(find(Some("team-a")).as_deref(), Some("a/source.yaml"));
+    assert_eq!(find(None).as_deref(), Some("a/source.yaml"));
+    // No object in team-z: the one without a namespace stands for it.
+    assert_eq!(find(Some("team-z")).as_deref(), Some("c/source.yaml"));
+    assert_eq!(model.find_object("OCIRepository", "missing", None), None);
+    assert_eq!(
+        file_of(model.find_object("ConfigMap", "charts", Some("team-b"))).as_deref(),
+        Some("d/other.yaml")
+    );
+}
