@@ -107,12 +107,12 @@ fn parse_options(args: &[String]) -> Result<Option<Options>, String> {
             "--seed" => {
                 options.seed = value("--seed")?
                     .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
+                    .map_err(|e| format!("--seed: {e}"))?;
             }
             "--runs" => {
                 options.runs = value("--runs")?
                     .parse()
-                    .map_err(|e| format!("--runs: {e}"))?
+                    .map_err(|e| format!("--runs: {e}"))?;
             }
             "--timeout" => {
                 options.timeout = Duration::from_secs(

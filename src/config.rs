@@ -11,7 +11,7 @@
 //! disposable: {…}                           # the FM002 catalogue extension (rules/FM002.md)
 //! ```
 //!
-//! Command-line flags win over the file. Mistakes in it are error diagnostics at file:line:column
+//! Command-line flags win over the file. Mistakes in it are error diagnostics at <file:line:column>
 //! (an unknown key lists the valid ones); the rest of the file still applies.
 
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ impl Config {
             if let Some(file) = d.place.file_mut()
                 && file == FILE
             {
-                *file = config.file.clone();
+                file.clone_from(&config.file);
             }
         }
         config

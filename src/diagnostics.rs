@@ -96,6 +96,7 @@ impl Diagnostic {
     }
 
     /// Place the diagnostic at a 1-based line and column.
+    #[must_use]
     pub fn at(mut self, line: usize, column: usize) -> Self {
         self.place = Place::At(Location {
             file: self.place.file().to_string(),

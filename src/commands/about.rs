@@ -21,23 +21,23 @@ pub(crate) fn explain(rule: &str) -> Result<ExitStatus, UsageError> {
 }
 
 /// `rules`: one line per rule.
-pub(crate) fn rules() -> Result<ExitStatus, UsageError> {
+pub(crate) fn rules() -> ExitStatus {
     for r in fluxmend::rules::all() {
         let m = r.meta();
         println!("{}  {}  {}", m.id, m.name, m.summary);
     }
-    Ok(ExitStatus::Success)
+    ExitStatus::Success
 }
 
 /// `completion SHELL`: the completion script.
-pub(crate) fn completion(shell: clap_complete::Shell) -> Result<ExitStatus, UsageError> {
+pub(crate) fn completion(shell: clap_complete::Shell) -> ExitStatus {
     clap_complete::generate(
         shell,
         &mut Cli::command(),
         "fluxmend",
         &mut std::io::stdout(),
     );
-    Ok(ExitStatus::Success)
+    ExitStatus::Success
 }
 
 /// `man [DIR]`: the man pages, written to DIR or the one page to standard output.

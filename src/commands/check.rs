@@ -16,7 +16,7 @@ use super::steps::{
 };
 
 /// Run `check`.
-pub(crate) fn check(args: CheckArgs) -> Result<ExitStatus, UsageError> {
+pub(crate) fn check(args: &CheckArgs) -> Result<ExitStatus, UsageError> {
     let (repo, options, config) = load(&args.repo)?;
     let exclude = config.exclude.clone();
     let rules = select_rules(&args.rules, &args.ignore, &config)?;
@@ -42,7 +42,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitStatus, UsageError> {
     };
     let model = build_model(&repo, &options)?;
     let (mut findings, mut suppressed, mut diagnostics) =
-        findings_and_diagnostics(&model, &rules, Default::default(), config);
+        findings_and_diagnostics(&model, &rules, fluxmend::rules::Strategy::default(), config);
     if let Some(prefix) = &below {
         // SARIF and annotations write paths from the top level, which is now the root.
         let strip = matches!(args.format, CheckFormat::Text | CheckFormat::Json);
@@ -86,7 +86,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitStatus, UsageError> {
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
                     &model,
-                    base_of(&deployed, &deployed_model),
+                    base_of(deployed.as_ref(), deployed_model.as_ref()),
                     &options,
                     findings.clone(),
                     VerifyMode::Builtin,

@@ -16,7 +16,7 @@ use super::steps::{
 };
 
 /// Run `fix`.
-pub(crate) fn fix(args: FixArgs) -> Result<ExitStatus, UsageError> {
+pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
     if let Some(name) = &args.branch
         && !fluxmend::emit::apply::valid_branch_name(name)
     {
@@ -62,7 +62,7 @@ pub(crate) fn fix(args: FixArgs) -> Result<ExitStatus, UsageError> {
     let plan = fluxmend::verify::gates::plan_with(
         &repo,
         &model,
-        base_of(&deployed, &deployed_model),
+        base_of(deployed.as_ref(), deployed_model.as_ref()),
         &options,
         findings,
         mode,
@@ -76,7 +76,7 @@ pub(crate) fn fix(args: FixArgs) -> Result<ExitStatus, UsageError> {
     let diff = fluxmend::emit::apply::unified_diff(&plan.files, &prefix);
     let changed = !plan.files.is_empty();
     let (action, committed) = if changed {
-        emit_changes(&args, &repo.root, &plan)?
+        emit_changes(args, &repo.root, &plan)?
     } else {
         ("", None)
     };

@@ -8,7 +8,7 @@ use super::status::{ExitStatus, UsageError};
 use super::steps::{build_model, load};
 
 /// Run `graph`.
-pub(crate) fn graph(args: GraphArgs) -> Result<ExitStatus, UsageError> {
+pub(crate) fn graph(args: &GraphArgs) -> Result<ExitStatus, UsageError> {
     let (repo, options, config) = load(&args.repo)?;
     let mut model = build_model(&repo, &options)?;
     let mut diagnostics = config.diagnostics;

@@ -22,14 +22,14 @@ use crate::cli::Command;
 /// Run `command`; its report is printed, its errors said on standard error.
 pub(crate) fn run(command: Command) -> ExitStatus {
     let result = match command {
-        Command::Check(args) => check::check(args),
-        Command::Graph(args) => graph::graph(args),
-        Command::Fix(args) => fix::fix(args),
-        Command::Simulate(args) => simulate::simulate(args),
+        Command::Check(args) => check::check(&args),
+        Command::Graph(args) => graph::graph(&args),
+        Command::Fix(args) => fix::fix(&args),
+        Command::Simulate(args) => simulate::simulate(&args),
         Command::Explain { rule } => about::explain(&rule),
-        Command::Completion { shell } => about::completion(shell),
+        Command::Completion { shell } => Ok(about::completion(shell)),
         Command::Man { dir } => about::man(dir.as_deref()),
-        Command::Rules => about::rules(),
+        Command::Rules => Ok(about::rules()),
     };
     result.unwrap_or_else(ExitStatus::from)
 }

@@ -17,22 +17,21 @@ use super::steps::{findings_and_diagnostics, load, select_rules};
 const MAX_PHASES: usize = 4;
 
 /// A usage error of `simulate`, said on stderr as it is.
-fn usage(message: String) -> UsageError {
+fn usage(message: impl std::fmt::Display) -> UsageError {
     eprintln!("fluxmend: {message}");
     UsageError
 }
 
 /// Run `simulate`.
-pub(crate) fn simulate(args: SimulateArgs) -> Result<ExitStatus, UsageError> {
+pub(crate) fn simulate(args: &SimulateArgs) -> Result<ExitStatus, UsageError> {
     use fluxmend::emit::simulate as out;
     use fluxmend::rollout::failure;
     if let Some(from) = &args.from {
-        return simulate_from(&args, from);
+        return simulate_from(args, from);
     }
     if args.fail.is_empty() {
         return Err(usage(
-            "simulate needs --fail KIND/NAMESPACE/NAME or --from REV (see fluxmend simulate --help)"
-                .into(),
+            "simulate needs --fail KIND/NAMESPACE/NAME or --from REV (see fluxmend simulate --help)",
         ));
     }
     let targets = args
@@ -47,7 +46,7 @@ pub(crate) fn simulate(args: SimulateArgs) -> Result<ExitStatus, UsageError> {
     let model = Model::build(&repo, &options);
     let unknown: Vec<String> = failure::unknown(&model, &targets)
         .iter()
-        .map(|t| t.to_string())
+        .map(ToString::to_string)
         .collect();
     if !unknown.is_empty() {
         return Err(usage(format!(
@@ -81,7 +80,7 @@ fn simulate_from(args: &SimulateArgs, from: &str) -> Result<ExitStatus, UsageErr
     let exclude = Config::read(&args.repo.path).exclude;
     let revision = |rev: &str, known: Option<&Repo>| {
         fluxmend::load::revision::load_revision(&args.repo.path, rev, &exclude, known)
-            .map_err(|e| usage(e.to_string()))
+            .map_err(usage)
     };
     let (before, after) = match &args.to {
         Some(to) => {

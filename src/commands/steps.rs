@@ -115,8 +115,8 @@ pub(crate) fn base_revision(
 
 /// The transition gate's base from what [`base_revision`] read and its model.
 pub(crate) fn base_of<'a>(
-    deployed: &'a Option<(String, Repo)>,
-    model: &'a Option<Model<'a>>,
+    deployed: Option<&'a (String, Repo)>,
+    model: Option<&'a Model<'a>>,
 ) -> fluxmend::verify::Base<'a> {
     match (deployed, model) {
         (Some((name, _)), Some(model)) => fluxmend::verify::Base::Revision { name, model },
@@ -289,13 +289,13 @@ pub(crate) fn below_path(
         }
     };
     findings.retain(|f| f.location.file.starts_with(&dir));
-    findings
-        .iter_mut()
-        .for_each(|f| relative(&mut f.location.file));
+    for f in findings.iter_mut() {
+        relative(&mut f.location.file);
+    }
     suppressed.retain(|s| s.finding.location.file.starts_with(&dir));
-    suppressed
-        .iter_mut()
-        .for_each(|s| relative(&mut s.finding.location.file));
+    for s in suppressed.iter_mut() {
+        relative(&mut s.finding.location.file);
+    }
     diagnostics.retain(|d| d.file().is_empty() || d.file().starts_with(&dir));
     diagnostics
         .iter_mut()

@@ -58,7 +58,9 @@ pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &s
         .filter(|d| d.severity >= Severity::Warning)
     {
         let mut place = String::new();
-        if !d.file().is_empty() {
+        if d.file().is_empty() {
+            place.push(' ');
+        } else {
             let _ = write!(
                 place,
                 " file={}",
@@ -71,8 +73,6 @@ pub fn check_github(findings: &[Finding], diagnostics: &[Diagnostic], prefix: &s
                 let _ = write!(place, ",col={column}");
             }
             place.push(',');
-        } else {
-            place.push(' ');
         }
         let _ = writeln!(
             out,

@@ -29,7 +29,7 @@ pub fn rollout_text(rollout: &Rollout) -> String {
             let after = if s.after.is_empty() {
                 String::new()
             } else {
-                let names: Vec<String> = s.after.iter().map(|l| l.to_string()).collect();
+                let names: Vec<String> = s.after.iter().map(ToString::to_string).collect();
                 format!(", after {}", names.join(", "))
             };
             let _ = writeln!(
@@ -116,7 +116,7 @@ fn write_failure(out: &mut String, clusters: &[ClusterFailure]) {
                     );
                 }
                 Status::DependencyNotReady { waiting_for } => {
-                    let names: Vec<String> = waiting_for.iter().map(|l| l.to_string()).collect();
+                    let names: Vec<String> = waiting_for.iter().map(ToString::to_string).collect();
                     let _ = writeln!(
                         out,
                         "  {}: DependencyNotReady (waits for {}); not reconciled, its objects' status is not reported",
@@ -127,7 +127,7 @@ fn write_failure(out: &mut String, clusters: &[ClusterFailure]) {
             }
         }
         if !c.frozen.is_empty() {
-            let names: Vec<String> = c.frozen.iter().map(|l| l.to_string()).collect();
+            let names: Vec<String> = c.frozen.iter().map(ToString::to_string).collect();
             let _ = writeln!(
                 out,
                 "  frozen at their last revision (their source rejects new ones): {}",

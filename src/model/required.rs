@@ -69,9 +69,8 @@ pub(super) fn check(model: &mut Model) {
             {
                 continue;
             }
-            let written = match model.repo.file(obj.file).yaml.value(obj.root) {
-                Ok(v) => v,
-                Err(_) => continue,
+            let Ok(written) = model.repo.file(obj.file).yaml.value(obj.root) else {
+                continue;
             };
             if missing(&written, group, kind).is_empty() {
                 done.insert(r.object);

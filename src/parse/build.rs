@@ -397,7 +397,7 @@ impl Builder<'_> {
             TScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
             TScalarStyle::Literal => ScalarStyle::Literal,
             TScalarStyle::Folded => ScalarStyle::Folded,
-            _ => ScalarStyle::Plain,
+            TScalarStyle::Plain => ScalarStyle::Plain,
         };
         let flow = self.in_flow();
         let span = ends::scalar_span(self.text, self.cursor, at, &value, style, flow);
@@ -463,7 +463,7 @@ impl Builder<'_> {
         let index = if frame.mapping {
             let index = scratch.entries.len();
             let pairs = children.chunks_exact(2).map(|p| (p[0], p[1]));
-            scratch.entries.push((0, frame.flow as u32));
+            scratch.entries.push((0, u32::from(frame.flow)));
             scratch.entries.extend(pairs);
             scratch.entries[index].0 = (scratch.entries.len() - index - 1) as u32;
             index
@@ -471,7 +471,7 @@ impl Builder<'_> {
             let index = scratch.items.len();
             scratch
                 .items
-                .push((children.len() as u32) << 1 | frame.flow as u32);
+                .push((children.len() as u32) << 1 | u32::from(frame.flow));
             scratch.items.extend_from_slice(children);
             index
         };

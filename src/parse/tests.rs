@@ -246,7 +246,7 @@ impl Emitter<'_> {
         match self.pick(3) {
             0 if plain_ok => s.to_string(),
             1 if !s.contains('\n') => format!("'{}'", s.replace('\'', "''")),
-            _ => format!("{:?}", s).replace("\\u{e9}", "é"),
+            _ => format!("{s:?}").replace("\\u{e9}", "é"),
         }
     }
 

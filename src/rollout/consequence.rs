@@ -57,7 +57,7 @@ pub(super) fn consequence(x: &Applied, recreated: bool) -> (Consequence, String)
                 key.name
             ),
         ),
-        ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => (
+        ("", "PersistentVolumeClaim" | "PersistentVolume") => (
             Consequence::DataLoss,
             format!("{kind} {} is deleted with its data", key.name),
         ),

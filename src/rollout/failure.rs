@@ -176,7 +176,7 @@ fn layers_of(model: &Model, cluster: usize) -> Vec<LayerId> {
 fn key_of(k: &ObjectKey) -> Failing {
     (
         k.kind.to_string(),
-        k.namespace.as_ref().map(|n| n.to_string()),
+        k.namespace.as_ref().map(ToString::to_string),
         k.name.to_string(),
     )
 }
@@ -224,22 +224,7 @@ fn cluster_failure(
                 .filter(|(_, r)| l.gates(&r.key) && failing.contains(&key_of(&r.key)))
                 .map(|(_, r)| r.key.to_string())
                 .collect();
-            let next = if !gated_failing.is_empty() {
-                // Within the variants (placeholder bindings) that hold a failing object: the
-                // others never meet it on one cluster.
-                let fails = |r: &Rendered| failing.contains(&key_of(&r.key));
-                let masked: usize = l
-                    .variants
-                    .iter()
-                    .filter(|v| v.inventory.iter().any(|r| l.gates(&r.key) && fails(r)))
-                    .map(|v| masked(l, &v.inventory, fails))
-                    .max()
-                    .unwrap_or(0);
-                Some(Status::HealthCheckFailed {
-                    failing: dedup(gated_failing),
-                    masked,
-                })
-            } else {
+            let next = if gated_failing.is_empty() {
                 let waiting: Vec<LayerRef> = l
                     .depends_on_ids
                     .iter()
@@ -259,6 +244,21 @@ fn cluster_failure(
                 } else {
                     None
                 }
+            } else {
+                // Within the variants (placeholder bindings) that hold a failing object: the
+                // others never meet it on one cluster.
+                let fails = |r: &Rendered| failing.contains(&key_of(&r.key));
+                let masked: usize = l
+                    .variants
+                    .iter()
+                    .filter(|v| v.inventory.iter().any(|r| l.gates(&r.key) && fails(r)))
+                    .map(|v| masked(l, &v.inventory, fails))
+                    .max()
+                    .unwrap_or(0);
+                Some(Status::HealthCheckFailed {
+                    failing: dedup(gated_failing),
+                    masked,
+                })
             };
             if next != status[id] {
                 // A layer that is not Ready fails the health check of a parent that gates it.
@@ -410,7 +410,7 @@ fn correction(
             ),
         )
     } else if let Some(Status::DependencyNotReady { waiting_for }) = &status[by] {
-        let names: Vec<String> = waiting_for.iter().map(|l| l.to_string()).collect();
+        let names: Vec<String> = waiting_for.iter().map(ToString::to_string).collect();
         (
             false,
             format!(

@@ -28,15 +28,15 @@ pub fn play(before: &Model, after: &Model) -> Rollout {
     }
     let clusters = names
         .into_iter()
-        .map(|(root, (b, a))| play_cluster(root, side(before, b), side(after, a), a.or(b)))
+        .map(|(root, (b, a))| play_cluster(root, &side(before, b), &side(after, a), a.or(b)))
         .collect();
     Rollout { clusters }
 }
 
 pub(super) fn play_cluster(
     root: &str,
-    before: Side,
-    after: Side,
+    before: &Side,
+    after: &Side,
     cluster: Option<usize>,
 ) -> ClusterRollout {
     let cluster = cluster.unwrap_or(0);
@@ -63,7 +63,7 @@ pub(super) fn play_cluster(
             })
             .unwrap_or_default()
     };
-    let order = topological(&before, &after, &ids);
+    let order = topological(before, after, &ids);
     let mut steps = Vec::new();
     let mut deletions = Vec::new();
     for id in &order {
@@ -71,7 +71,7 @@ pub(super) fn play_cluster(
         let change = match (b, a) {
             (None, Some(_)) => LayerChange::Added,
             (Some(_), None) => LayerChange::Removed,
-            _ if same_layer(&before, &after, id, &inv_before[id], &inv_after[id]) => {
+            _ if same_layer(before, after, id, &inv_before[id], &inv_after[id]) => {
                 LayerChange::Unchanged
             }
             _ => LayerChange::Changed,
@@ -81,7 +81,7 @@ pub(super) fn play_cluster(
         // deletion policy run when the parent prunes its Kustomization object. Which layers are
         // sure to have applied the revision first is asked only when something leaves.
         let (prunes, runs_after): (bool, Box<dyn Fn() -> BTreeSet<LayerRef>>) = match (b, a) {
-            (Some(b), Some(a)) => (b.prune || a.prune, Box::new(|| ordered_before(&after, id))),
+            (Some(b), Some(a)) => (b.prune || a.prune, Box::new(|| ordered_before(after, id))),
             (Some(b), None) => {
                 let parent = b.applied_by.map(|p| before.model.layer(p).id.clone());
                 let parent_prunes = parent
@@ -137,8 +137,8 @@ pub(super) fn play_cluster(
             if outcome == LeaveOutcome::Deleted {
                 let recreated_by = applied_by.first().cloned();
                 deletions.push(deletion(
-                    &before,
-                    &after,
+                    before,
+                    after,
                     id,
                     (b, a),
                     x,

@@ -50,7 +50,7 @@ pub(super) struct Side<'m, 'r> {
     pub(super) layers: BTreeMap<LayerRef, LayerId>,
 }
 
-impl<'m, 'r> Side<'m, 'r> {
+impl<'m> Side<'m, '_> {
     pub(super) fn inventory(&self, id: &LayerRef) -> Vec<Applied> {
         let Some(&l) = self.layers.get(id) else {
             return Vec::new();

@@ -328,7 +328,7 @@ fn sops_encrypted_secret_is_kept_with_its_header() {
 
     // The model marks it encrypted: its identity is known, its payload is not read.
     let loaded = fluxmend::load::Repo::load(repo.path()).unwrap();
-    let model = fluxmend::model::Model::build(&loaded, &Default::default());
+    let model = fluxmend::model::Model::build(&loaded, &fluxmend::model::ModelOptions::default());
     let secret = model
         .objects
         .iter()

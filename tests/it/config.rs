@@ -1,5 +1,5 @@
 //! `.fluxmend.yaml`: `rules` (enabled, severity), `roots`, `source-root`, `exclude`; flags win
-//! over the file; mistakes are error diagnostics at file:line:column listing the valid keys.
+//! over the file; mistakes are error diagnostics at <file:line:column> listing the valid keys.
 
 use crate::common::{self, TempRepo, find_diagnostic};
 

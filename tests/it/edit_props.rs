@@ -304,7 +304,9 @@ fn scalars(docs: &[Doc]) -> Vec<Place> {
                         match item {
                             Item::Scalar(_) => out.push(Place::SeqItem(d, e, i)),
                             Item::Map(m) => {
-                                out.extend((0..m.len()).map(|j| Place::SeqItemMapValue(d, e, i, j)))
+                                out.extend(
+                                    (0..m.len()).map(|j| Place::SeqItemMapValue(d, e, i, j)),
+                                );
                             }
                         }
                     }
@@ -432,8 +434,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
             let eol = file.line_ending.as_str();
             let body = region
                 .strip_prefix("---")
-                .map(|b| b.trim_start_matches(['\r', '\n']))
-                .unwrap_or(region);
+                .map_or(region, |b| b.trim_start_matches(['\r', '\n']));
             let at = if to == n {
                 text.len()
             } else {

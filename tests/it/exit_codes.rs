@@ -21,9 +21,9 @@ fn assert_fail_on(repo: &TempRepo, thresholds: &[(&str, i32)]) {
 }
 
 /// The summary of `check --format json` counts exactly these diagnostics.
-fn assert_diagnostic_counts(repo: &TempRepo, expected: serde_json::Value) {
+fn assert_diagnostic_counts(repo: &TempRepo, expected: &serde_json::Value) {
     let (_, report) = repo.check_json(&[]);
-    assert_eq!(report["summary"]["diagnostics"], expected, "{report:#}");
+    assert_eq!(&report["summary"]["diagnostics"], expected, "{report:#}");
 }
 
 /// A layout with one warning and nothing worse: a HelmRelease without `spec` in a live layer.
@@ -97,7 +97,7 @@ fn malformed_yaml_exits_1() {
 #[test]
 fn warning_fails_by_default_but_not_with_fail_on_error() {
     let repo = repo_with_warning_only();
-    assert_diagnostic_counts(&repo, serde_json::json!({"warning": 1}));
+    assert_diagnostic_counts(&repo, &serde_json::json!({"warning": 1}));
     assert_eq!(check(&repo, &[]).code, 1, "default --fail-on is warning");
     assert_fail_on(&repo, &[("warning", 1), ("note", 1), ("error", 0)]);
 }
@@ -105,7 +105,7 @@ fn warning_fails_by_default_but_not_with_fail_on_error() {
 #[test]
 fn note_passes_by_default_but_fails_with_fail_on_note() {
     let repo = repo_with_note_only();
-    assert_diagnostic_counts(&repo, serde_json::json!({"note": 1}));
+    assert_diagnostic_counts(&repo, &serde_json::json!({"note": 1}));
     assert_eq!(check(&repo, &[]).code, 0);
     assert_fail_on(&repo, &[("error", 0), ("note", 1)]);
 }

@@ -336,7 +336,7 @@ fn builds_run_in_a_scrubbed_environment_without_network() {
             ),
             "KUBESERVERS" => assert_eq!(value, "1/1", "one server, port 0 of loopback"),
             "HOME" | "TMPDIR" | "USERPROFILE" => {
-                assert!(value.contains("fluxmend-verify-"), "{line}")
+                assert!(value.contains("fluxmend-verify-"), "{line}");
             }
             "NETNS" => assert_ne!(value, ours.to_str().unwrap(), "same network namespace"),
             // What sh itself sets.

@@ -84,7 +84,7 @@ impl Setup {
     }
 
     /// The FM001 finding of `apps`, with the rule's own fix.
-    fn finding(&self, model: &Model) -> Finding {
+    fn finding(model: &Model) -> Finding {
         let findings = fluxmend::rules::run(model, &["FM001".to_string()]);
         let f = findings
             .into_iter()
@@ -133,14 +133,14 @@ impl Setup {
 }
 
 /// The finding with `changes` as its fix (optionally on top of the rule's own fix).
-fn planted(finding: &Finding, with_rule_fix: bool, extra: Changeset) -> Finding {
+fn planted(finding: &Finding, with_rule_fix: bool, extra: &Changeset) -> Finding {
     let mut changes = if with_rule_fix {
         finding.fix().unwrap().changes.clone()
     } else {
         Changeset::default()
     };
     changes
-        .merge(&extra)
+        .merge(extra)
         .expect("planted edits do not overlap the rule's");
     let mut f = finding.clone();
     f.remedy = Remedy::Fix(Fix::new("a deliberately wrong fix".into(), "none", changes));
@@ -165,7 +165,7 @@ fn the_rules_own_fix_passes_every_gate() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let tool = tool();
     s.verify(&model, &finding, Some(&tool)).unwrap();
     let outcome =
@@ -186,7 +186,7 @@ fn yaml_gate_catches_an_edit_through_a_bad_byte_range() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let path = "clusters/prod/apps.yaml";
     let at = s.text(path).find("wait: true").unwrap() + "wait: ".len();
     let mut bad = Changeset::default();
@@ -198,7 +198,7 @@ fn yaml_gate_catches_an_edit_through_a_bad_byte_range() {
             text: "false".into(),
         },
     );
-    let f = planted(&finding, false, bad);
+    let f = planted(&finding, false, &bad);
     expect_gate(
         s.verify(&model, &f, None),
         Gate::Yaml,
@@ -213,7 +213,7 @@ fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let path = "apps/shop/kustomization.yaml";
     let end = s.text(path).len();
     let mut bad = Changeset::default();
@@ -225,7 +225,7 @@ fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
             text: "        labels: {}\n".into(),
         },
     );
-    let f = planted(&finding, true, bad);
+    let f = planted(&finding, true, &bad);
     expect_gate(
         s.verify(&model, &f, None),
         Gate::Yaml,
@@ -240,13 +240,13 @@ fn render_gate_catches_a_dropped_namespace_transformer() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let mut bad = Changeset::default();
     bad.edit(
         "apps/shop/kustomization.yaml",
         s.remove_line("apps/shop/kustomization.yaml", "namespace: shop"),
     );
-    let f = planted(&finding, true, bad);
+    let f = planted(&finding, true, &bad);
     // The YAML gate accepts it: removing a whole entry is what the edit says.
     expect_gate(s.verify(&model, &f, None), Gate::Render, &["shop-settings"]);
     s.expect_kustomize_refusal(
@@ -262,14 +262,14 @@ fn render_gate_catches_an_object_duplicated_into_two_layers() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let mut bad = Changeset::default();
     bad.create(
         "infra/settings.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hello\n"
             .into(),
     );
-    let f = planted(&finding, true, bad);
+    let f = planted(&finding, true, &bad);
     expect_gate(s.verify(&model, &f, None), Gate::Render, &["settings"]);
     s.expect_kustomize_refusal(
         &model,
@@ -284,7 +284,7 @@ fn convergence_catches_a_fix_that_fixes_nothing() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let path = "clusters/prod/apps.yaml";
     let at = s.text(path).find("10m").unwrap();
     let mut bad = Changeset::default();
@@ -296,7 +296,7 @@ fn convergence_catches_a_fix_that_fixes_nothing() {
             text: "11m".into(),
         },
     );
-    let f = planted(&finding, false, bad);
+    let f = planted(&finding, false, &bad);
     expect_gate(
         s.verify(&model, &f, None),
         Gate::Convergence,
@@ -337,7 +337,7 @@ fn convergence_counts_the_findings_left_at_one_place() {
         },
     );
     expect_gate(
-        s.verify(&model, &planted(fixable, false, bad), None),
+        s.verify(&model, &planted(fixable, false, &bad), None),
         Gate::Convergence,
         &["FM004"],
     );
@@ -350,7 +350,7 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
     let dir = layout();
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     let path = "apps/shop/kustomization.yaml";
     let text = s.text(path);
     let start = text.find("patches:").unwrap();
@@ -363,7 +363,7 @@ fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
             text: String::new(),
         },
     );
-    let f = planted(&finding, true, bad);
+    let f = planted(&finding, true, &bad);
     // The YAML and builtin gates pass it...
     s.verify(&model, &f, None)
         .expect("builtin cannot see patches");
@@ -602,7 +602,7 @@ fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
     changes
         .files
         .retain(|p, _| !p.ends_with("flux-instance/flux-instance.yaml"));
-    let planted = planted(finding, false, changes);
+    let planted = planted(finding, false, &changes);
     let failure = gates::builtin_gate(&repo, &model, &options, &planted)
         .expect_err("the one-step move must be refused");
     assert_eq!(failure.gate, Gate::Transition, "{failure:?}");
@@ -636,7 +636,7 @@ fn expect_apply_context_refusal(settings: &str, field: &str, planted: impl Fn(&s
     );
     let s = Setup::new(&dir);
     let model = s.model();
-    let finding = s.finding(&model);
+    let finding = Setup::finding(&model);
     gates::builtin_gate(&s.repo, &model, &s.options, &finding)
         .unwrap_or_else(|e| panic!("the rule's own fix carries {field}: {e}"));
     let fix = finding.fix().unwrap();

@@ -443,11 +443,7 @@ fn an_edited_file_keeps_its_owner_and_group() {
 #[test]
 fn created_files_and_directories_take_their_directorys_owner() {
     use std::os::unix::fs::MetadataExt as _;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if std::fs::metadata("/proc/self").map_or(1, |m| m.uid()) != 0 {
         return; // only root can give a file another owner
     }
     // The instance already protected: FM001 moves it into a new layer directory at once.

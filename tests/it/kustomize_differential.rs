@@ -98,8 +98,9 @@ fn compare(
         (Ok(exp), Ok(act)) => {
             let count = |keys: &[Key]| {
                 let mut m: BTreeMap<Key, usize> = BTreeMap::new();
-                keys.iter()
-                    .for_each(|k| *m.entry(k.clone()).or_default() += 1);
+                for k in keys {
+                    *m.entry(k.clone()).or_default() += 1;
+                }
                 m
             };
             let (e, a) = (count(exp), count(act));
@@ -199,7 +200,7 @@ fn load(tree: &FixtureTree) -> Repo {
 /// skipped (remote bases), and every mismatch.
 fn compare_dirs(label: &str, root: &Path, dirs: &[String]) -> (usize, Vec<String>, Vec<String>) {
     let repo = Repo::load(root).unwrap_or_else(|e| panic!("{label}: {e}"));
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut renderer = Renderer::new(&model);
     let (mut compared, mut skipped, mut mismatches) = (0, Vec::new(), Vec::new());
     for dir in dirs {
@@ -450,7 +451,7 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
     let mut mismatches = Vec::new();
     for tree in fixture_trees(true) {
         let repo = load(&tree);
-        let model = Model::build(&repo, &Default::default());
+        let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
         let mut done = BTreeSet::new();
         for (_, layer) in model.live_layers() {
             let overlays = overlays(&model, layer);

@@ -25,7 +25,7 @@ fn yaml_quoted(s: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             c if c.is_control() || matches!(c, '\u{2000}'..='\u{206f}') => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)))
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
             }
             c => out.push(c),
         }

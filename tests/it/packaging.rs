@@ -26,7 +26,7 @@ fn bin_dir() -> String {
 
 /// Run a step's script as the runner does (`bash -e {0}`), its `env` with each `${{ X }}`
 /// replaced by `context[X]` (`inputs.path`, `github.event_name`, `steps.target.outputs.bin`…);
-/// returns the exit code and what it wrote to $GITHUB_OUTPUT.
+/// returns the exit code and what it wrote to $`GITHUB_OUTPUT`.
 fn run_step(
     step: &Yaml,
     context: &BTreeMap<String, String>,

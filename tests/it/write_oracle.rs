@@ -85,7 +85,7 @@ fn mutate(repo: &TempRepo, rng: &mut Rng, outside: &Path, created: &[String]) ->
         repo.write(".gitignore", "");
     }
     let mut done = Vec::new();
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..=rng.below(3) {
         let f = files[rng.below(files.len())].clone();
         let path = repo.path().join(&f);
         let dir = f.rfind('/').map_or("", |i| &f[..i]).to_string();

@@ -1,7 +1,7 @@
 //! JSON output: the typed, versioned documents ([`v1`]) and how they are written.
 //!
 //! Every document is written pretty-printed, newline-terminated, with the keys of every object
-//! in alphabetical order. That order is what the output has always had (serde_json's map is
+//! in alphabetical order. That order is what the output has always had (`serde_json`'s map is
 //! sorted), so it is kept whatever order a type declares its fields in, `#[serde(flatten)]`
 //! included: a document is written through [`Sorted`].
 

@@ -155,7 +155,7 @@ fn read_journal(complete: &str) -> Result<Recorded, String> {
                 }
             }
             Op::Create { target, new, after } => {
-                check_step(target, &[(new, after)], &temps, &mut used, &mut targets)?
+                check_step(target, &[(new, after)], &temps, &mut used, &mut targets)?;
             }
             Op::Edit {
                 target,
@@ -268,9 +268,7 @@ pub fn recover(root: &Path) -> Result<Option<Recovery>, EmitError> {
         )));
     }
     let ops = &recorded.ops;
-    let (outcome, mut left) = if !recorded.committed {
-        (Outcome::RolledBack, Vec::new())
-    } else {
+    let (outcome, mut left) = if recorded.committed {
         let blocked = if recorded.aborted {
             None
         } else {
@@ -308,6 +306,8 @@ pub fn recover(root: &Path) -> Result<Option<Recovery>, EmitError> {
                 }
             }
         }
+    } else {
+        (Outcome::RolledBack, Vec::new())
     };
     left.extend(clean(&mut tree, ops, outcome == Outcome::Completed)?);
     finish(&tree)?;

@@ -249,7 +249,7 @@ fn make_dirs(
         let op = Op::Dir(rel.clone());
         journal.op(&op)?;
         let owner = owner_of(tree, &up)?;
-        tree.at(&rel, "creating", |d, name| d.mkdir(name))?;
+        tree.at(&rel, "creating", crate::platform::dirfd::Dir::mkdir)?;
         ops.push(op);
         // Owned as its parent is (see `prepare`).
         let shown = tree.show(&rel);

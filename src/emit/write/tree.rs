@@ -179,7 +179,7 @@ impl Tree {
     }
 
     pub(super) fn unlink(&mut self, rel: &str) -> Result<(), EmitError> {
-        self.at(rel, "removing", |d, name| d.unlink(name))
+        self.at(rel, "removing", crate::platform::dirfd::Dir::unlink)
     }
 
     /// Flush every directory held and the root.

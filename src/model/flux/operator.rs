@@ -112,6 +112,10 @@ impl Model<'_> {
 
 /// The file the loader generated from a ResourceSet: `None` for another object, and for a
 /// ResourceSet it could not expand.
+#[allow(
+    clippy::option_option,
+    reason = "not a ResourceSet (None) and a ResourceSet left unexpanded (Some(None)) differ"
+)]
 pub(super) fn resource_set_file(model: &Model, idx: ObjectIdx) -> Option<Option<FileId>> {
     let obj = model.object(idx);
     if !obj.is(FLUX_OPERATOR_GROUP, "ResourceSet") {

@@ -50,7 +50,7 @@ pub(super) fn layer_from_object(
         .filter_map(|&item| {
             let name = field(item, "name")?;
             let namespace = field(item, "namespace").unwrap_or_else(|| namespace.clone());
-            Some((LayerRef { name, namespace }, item))
+            Some((LayerRef { namespace, name }, item))
         })
         .collect();
     let bool_at = |k: &str| {

@@ -208,6 +208,8 @@ pub(super) fn flux_overlays(
         prefix: &layer.spec.name_prefix,
         suffix: &layer.spec.name_suffix,
     };
-    inventory.iter_mut().for_each(|o| t.apply(o));
+    for o in inventory.iter_mut() {
+        t.apply(o);
+    }
     check_unique(inventory, model)
 }

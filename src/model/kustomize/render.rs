@@ -140,7 +140,9 @@ impl<'m, 'r> Renderer<'m, 'r> {
             prefix: &k.name_prefix,
             suffix: &k.name_suffix,
         };
-        out.iter_mut().for_each(|o| transform.apply(o));
+        for o in &mut out {
+            transform.apply(o);
+        }
         apply_renames(self.model, &late, &mut out);
         apply_transformers(&k.transformers, &mut out)?;
         check_unique(&out, self.model)?;
@@ -175,7 +177,9 @@ impl<'m, 'r> Renderer<'m, 'r> {
         for r in &comp.resources {
             out.extend(self.render_ref(r, &chain)?);
         }
-        out.iter_mut().for_each(|o| transform.apply(o));
+        for o in out.iter_mut() {
+            transform.apply(o);
+        }
         apply_transformers(&comp.transformers, out)
     }
 
@@ -237,7 +241,9 @@ fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Resu
         return Err(e.clone());
     }
     for t in &transformers.identity {
-        out.iter_mut().for_each(|o| t.apply(o));
+        for o in out.iter_mut() {
+            t.apply(o);
+        }
     }
     Ok(())
 }

@@ -104,9 +104,10 @@ pub(super) fn describe(before: &Multiset, after: &Multiset) -> String {
                     "{} (layer {}) changes: {}",
                     identity(v),
                     layers(ls),
-                    first_difference(v, w, "")
-                        .map(|(p, a, b)| format!("{p}: {} → {}", shown(&a), shown(&b)))
-                        .unwrap_or_else(|| "its content differs".into()),
+                    first_difference(v, w, "").map_or_else(
+                        || "its content differs".into(),
+                        |(p, a, b)| format!("{p}: {} → {}", shown(a.as_ref()), shown(b.as_ref()))
+                    ),
                 ));
                 let _ = ls2;
             }
@@ -130,17 +131,17 @@ pub(super) fn describe(before: &Multiset, after: &Multiset) -> String {
     lines.join("; ")
 }
 
-pub(super) fn shown(v: &Option<Value>) -> String {
-    v.as_ref().map_or("(absent)".into(), show)
+pub(super) fn shown(v: Option<&Value>) -> String {
+    v.map_or("(absent)".into(), show)
 }
 
 /// The first path where two values differ: (path, before, after).
 pub(super) fn first_difference(
-    a: &Value,
-    b: &Value,
+    before: &Value,
+    after: &Value,
     path: &str,
 ) -> Option<(String, Option<Value>, Option<Value>)> {
-    if a == b {
+    if before == after {
         return None;
     }
     let join = |k: &str| {
@@ -150,11 +151,11 @@ pub(super) fn first_difference(
             format!("{path}.{k}")
         }
     };
-    match (a, b) {
-        (Value::Map(x), Value::Map(y)) => {
-            for (k, v) in x {
+    match (before, after) {
+        (Value::Map(ours), Value::Map(theirs)) => {
+            for (k, v) in ours {
                 let key = k.as_str().unwrap_or("?");
-                match y.iter().find(|(k2, _)| k2 == k) {
+                match theirs.iter().find(|(k2, _)| k2 == k) {
                     Some((_, w)) => {
                         if let Some(d) = first_difference(v, w, &join(key)) {
                             return Some(d);
@@ -163,13 +164,14 @@ pub(super) fn first_difference(
                     None => return Some((join(key), Some(v.clone()), None)),
                 }
             }
-            y.iter()
-                .find(|(k, _)| !x.iter().any(|(k2, _)| k2 == k))
+            theirs
+                .iter()
+                .find(|(k, _)| !ours.iter().any(|(k2, _)| k2 == k))
                 .map(|(k, w)| (join(k.as_str().unwrap_or("?")), None, Some(w.clone())))
         }
-        (Value::Seq(x), Value::Seq(y)) if x.len() == y.len() => x
+        (Value::Seq(ours), Value::Seq(theirs)) if ours.len() == theirs.len() => ours
             .iter()
-            .zip(y)
+            .zip(theirs)
             .enumerate()
             .find_map(|(i, (v, w))| first_difference(v, w, &format!("{path}[{i}]"))),
         _ => Some((
@@ -178,8 +180,8 @@ pub(super) fn first_difference(
             } else {
                 path.into()
             },
-            Some(a.clone()),
-            Some(b.clone()),
+            Some(before.clone()),
+            Some(after.clone()),
         )),
     }
 }

@@ -158,7 +158,7 @@ pub(super) const GENERATOR_ARGS: [Field; 8] = [
     ("env", Shape::Ref(RefKind::File)),
     ("options", GENERATOR_OPTIONS),
 ];
-pub(super) const fn with_type(args: [Field; 8]) -> [Field; 9] {
+pub(super) const fn with_type(args: &[Field; 8]) -> [Field; 9] {
     let mut out = [("type", Shape::Str); 9];
     let mut i = 0;
     while i < 8 {
@@ -167,7 +167,7 @@ pub(super) const fn with_type(args: [Field; 8]) -> [Field; 9] {
     }
     out
 }
-pub(super) const SECRET_ARGS: [Field; 9] = with_type(GENERATOR_ARGS);
+pub(super) const SECRET_ARGS: [Field; 9] = with_type(&GENERATOR_ARGS);
 
 /// `types.Kustomization` of kustomize v5.5, every field.
 pub(super) const KUSTOMIZATION: &[Field] = &[
@@ -231,7 +231,7 @@ pub(super) const PLUGIN_DIRECTORY_FIELDS: &[&str] = &[
 
 pub(super) const PREFIX_FIELDS: &[Field] = &[("prefix", Shape::Str), ("fieldSpecs", FIELD_SPECS)];
 pub(super) const SUFFIX_FIELDS: &[Field] = &[("suffix", Shape::Str), ("fieldSpecs", FIELD_SPECS)];
-pub(super) const fn with_metadata(args: [Field; 8]) -> [Field; 9] {
+pub(super) const fn with_metadata(args: &[Field; 8]) -> [Field; 9] {
     let mut out = [("metadata", OBJECT_META); 9];
     let mut i = 0;
     while i < 8 {
@@ -240,7 +240,7 @@ pub(super) const fn with_metadata(args: [Field; 8]) -> [Field; 9] {
     }
     out
 }
-pub(super) const CONFIG_MAP_GENERATOR: [Field; 9] = with_metadata(GENERATOR_ARGS);
+pub(super) const CONFIG_MAP_GENERATOR: [Field; 9] = with_metadata(&GENERATOR_ARGS);
 pub(super) const SECRET_GENERATOR: [Field; 10] = {
     let mut out = [("type", Shape::Str); 10];
     let mut i = 0;

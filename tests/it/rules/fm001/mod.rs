@@ -508,8 +508,8 @@ fn a_new_layer_is_applied_by_the_same_parent_as_the_old_one(case: &str) -> usize
     let mut moved = 0;
     let load = |stage: &str| Repo::load(&fixture(case, stage)).unwrap();
     let (before_repo, after_repo) = (load("before"), load("after"));
-    let before = Model::build(&before_repo, &Default::default());
-    let after = Model::build(&after_repo, &Default::default());
+    let before = Model::build(&before_repo, &fluxmend::model::ModelOptions::default());
+    let after = Model::build(&after_repo, &fluxmend::model::ModelOptions::default());
     let parent_of = |model: &Model, id: &str| {
         let (_, layer) = model
             .live_layers()

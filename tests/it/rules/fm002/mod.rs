@@ -60,7 +60,7 @@ fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
     assert_eq!((fix.code, fix.stdout.as_str()), (0, ""), "{}", fix.stderr);
     // Its runners are disposable; they simply live in a layer that gates nothing.
     let repo = Repo::load(Path::new(root)).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut analysis = Analysis::new(&model);
     let runners: Vec<String> = (0..model.objects.len())
         .filter(|&i| analysis.disposable(i).is_some())
@@ -80,7 +80,7 @@ fn a_dedicated_runner_layer_has_no_finding_and_nothing_to_fix() {
     // The runner is gated, and everything else the layer applies is the runner's: what
     // produces or grants what it uses, or its Namespace.
     let repo = Repo::load(&root).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut analysis = Analysis::new(&model);
     let (id, layer) = model
         .live_layers()
@@ -220,7 +220,7 @@ fn the_new_layer_carries_the_old_layers_settings_with_one_dependson() {
 fn flux_builds(root: &Path) -> BTreeMap<String, Vec<String>> {
     let graph = fluxmend(["graph", root.to_str().unwrap(), "--format", "json"]).json();
     let repo = Repo::load(root).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for layer in graph["layers"].as_array().unwrap() {
         if !layer["live"].as_bool().unwrap() {
@@ -381,7 +381,7 @@ fn kubectl_renders_every_object_once_with_the_same_content_before_and_after(case
 /// (layer name, object) of every FM002 finding of the model of `root`.
 fn fm002_findings(root: &Path) -> Vec<(String, ObjectKey)> {
     let repo = Repo::load(root).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     fluxmend::rules::run(&model, &["FM002".to_string()])
         .into_iter()
         .map(|f| (f.layer.name, f.object))
@@ -392,7 +392,7 @@ fn after_the_rewrite_a_failing_runner_blocks_nothing_and_masks_nothing(case: &st
     let gated_before = fm002_findings(&fixture(case, "before"));
     assert!(!gated_before.is_empty(), "{case}");
     let repo = Repo::load(&fixture(case, "after")).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut analysis = Analysis::new(&model);
     for (old_layer, key) in &gated_before {
         // Every layer that would turn red when this workload fails.
@@ -448,7 +448,7 @@ fn the_new_layer_is_applied_by_the_same_parent_as_the_old_one(case: &str) {
         .map(|(layer, _)| layer)
         .collect();
     let repo = Repo::load(&fixture(case, "after")).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let parent = |name: &str| {
         let (_, layer) = model
             .live_layers()
@@ -1240,7 +1240,7 @@ fn a_runner_only_layer_loses_the_dependson_edges_of_layers_that_use_nothing_of_i
         flux_builds(&fixture(case, "after"))
     );
     let repo = Repo::load(&fixture(case, "after")).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let (id, _) = model
         .live_layers()
         .find(|(_, l)| l.id.name == "ci-agents")
@@ -1306,7 +1306,7 @@ fn dedicated_runner_layers_with_a_keda_runner_or_a_namespace_policy_are_not_repo
     assert_eq!(check.code, 0, "{}", check.stdout);
     assert_eq!(check.json()["findings"], serde_json::json!([]));
     let repo = Repo::load(&root).unwrap();
-    let model = Model::build(&repo, &Default::default());
+    let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut analysis = Analysis::new(&model);
     let (id, layer) = model
         .live_layers()

@@ -104,7 +104,7 @@ fn instance_patches_select_what_the_operator_has_when_it_applies_them() {
 }
 
 /// A Flux Kustomization's `spec.components` join the kustomization at its path (fluxcd/pkg
-/// kustomize_generator.go): that kustomization's patches select their objects. kubectl agrees on
+/// `kustomize_generator.go)`: that kustomization's patches select their objects. kubectl agrees on
 /// a copy where the component is appended as Flux does: the HPA patch applies, the ScaledObject
 /// (named `${APP}` until postBuild) and the PodDisruptionBudget patches change nothing.
 #[test]
