@@ -23,7 +23,7 @@ use rustc_hash::FxHashSet as HashSet;
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::{Value, YamlFile};
 
-use super::{Repo, SourceFile};
+use super::file::SourceFile;
 
 /// The group flux-operator's kinds belong to.
 const GROUP: &str = "fluxcd.controlplane.io";
@@ -93,13 +93,15 @@ pub fn generated_path(file: &str, namespace: &str, name: &str) -> String {
     format!("{file}#ResourceSet/{namespace}/{name}")
 }
 
-/// Replace the repository's generated files with those of its ResourceSets as they are now.
-pub(super) fn expand(repo: &mut Repo) {
-    repo.files.retain(|f| !repo.generated.contains_key(&f.path));
-    repo.generated.clear();
-    let providers = static_providers(repo);
+/// The files the ResourceSets of `files` generate, each with what it comes from
+/// (`ResourceSet ns/name (file:line)`); why a ResourceSet is not expanded goes to `diagnostics`.
+pub(super) fn expand(
+    files: &[Arc<SourceFile>],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(SourceFile, String)> {
+    let providers = static_providers(files);
     let mut generated: Vec<(String, String, String)> = Vec::new();
-    for file in &repo.files {
+    for file in files {
         if !file.yaml.text.contains("ResourceSet") {
             continue;
         }
@@ -146,7 +148,7 @@ pub(super) fn expand(repo: &mut Repo) {
                     }
                     generated.push((generated_path(&file.path, namespace, name), text, origin));
                 }
-                Err(NotExpanded::Unsupported(why)) => repo.diagnostics.push(
+                Err(NotExpanded::Unsupported(why)) => diagnostics.push(
                     Diagnostic::new(
                         Severity::Note,
                         &file.path,
@@ -156,7 +158,7 @@ pub(super) fn expand(repo: &mut Repo) {
                     )
                     .at(line, 1),
                 ),
-                Err(NotExpanded::Limit(why)) => repo.diagnostics.push(
+                Err(NotExpanded::Limit(why)) => diagnostics.push(
                     Diagnostic::new(
                         Severity::Warning,
                         &file.path,
@@ -169,17 +171,13 @@ pub(super) fn expand(repo: &mut Repo) {
             }
         }
     }
-    for (path, text, origin) in generated {
-        let (yaml, error) = YamlFile::parse(&text);
-        repo.files.push(Arc::new(SourceFile {
-            path: path.clone(),
-            yaml,
-            error,
-        }));
-        repo.generated.insert(path, origin);
-    }
-    repo.files.sort_by(|a, b| a.path.cmp(&b.path));
-    repo.reindex_files();
+    generated
+        .into_iter()
+        .map(|(path, text, origin)| {
+            let (yaml, error) = YamlFile::parse(&text);
+            (SourceFile { path, yaml, error }, origin)
+        })
+        .collect()
 }
 
 fn is(value: &Value, kind: &str) -> bool {
@@ -191,9 +189,9 @@ fn is(value: &Value, kind: &str) -> bool {
 
 /// The `Static` ResourceSetInputProviders of the repository, by (namespace, name): their one
 /// input set, `defaultValues`.
-fn static_providers(repo: &Repo) -> BTreeMap<(String, String), Inputs> {
+fn static_providers(files: &[Arc<SourceFile>]) -> BTreeMap<(String, String), Inputs> {
     let mut out = BTreeMap::new();
-    for file in &repo.files {
+    for file in files {
         if !file.yaml.text.contains("ResourceSetInputProvider") {
             continue;
         }
