@@ -2,13 +2,15 @@
 //! generators' files, the kustomize gate's copies): the path is relative to the root and stays
 //! below it, no component is followed through a symbolic link, only a regular file is opened
 //! (a FIFO would hang, a device never end), and never more than [`MAX_FILE_BYTES`] is read.
+//! A YAML file's bytes become text here too, whichever reader read them.
 
 use std::io::Read as _;
 use std::path::Path;
 
 use crate::platform::{self, OpenError};
 
-use super::MAX_FILE_BYTES;
+/// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Why a file of the repository was not read.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +62,29 @@ pub fn read_repo_file(root: &Path, rel: &str) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::TooLarge(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// A file of `len` bytes is read only within [`MAX_FILE_BYTES`].
+pub(super) fn within_limit(len: u64) -> Result<(), String> {
+    if len > MAX_FILE_BYTES {
+        return Err(format!(
+            "{len} bytes is over the {MAX_FILE_BYTES} byte limit"
+        ));
+    }
+    Ok(())
+}
+
+/// A YAML file's bytes as text: UTF-8 without NUL bytes.
+pub(super) fn decode_text(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.contains(&0) {
+        return Err("binary file (contains NUL bytes)".into());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 #[cfg(all(test, unix))]

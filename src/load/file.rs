@@ -1,0 +1,23 @@
+//! One parsed YAML file of a repository, its index, and the directory of a path: the records
+//! every part of the load names a file by, kept below the loaded repository so that the parts
+//! that make one (a revision, the ResourceSets' generated files) need not import it.
+
+use crate::parse::{ParseError, YamlFile};
+
+/// Index of a file in `Repo::files`.
+pub type FileId = usize;
+
+/// One parsed YAML file. `path` is relative to the repository root, `/`-separated.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    pub path: String,
+    pub yaml: YamlFile,
+    /// Set when the file did not parse to its end; its later documents are unknown and no fix
+    /// may touch the file.
+    pub error: Option<ParseError>,
+}
+
+/// The directory part of a relative path (`""` for a top-level entry).
+pub fn parent_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}

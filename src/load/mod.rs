@@ -1,0 +1,30 @@
+//! Load: walk a repository the way Flux packages it (its ignore rules), read the YAML files and
+//! parse them, and set aside — with a note, not an error — what is not Kubernetes YAML.
+//!
+//! Each file has one job and imports only the files listed after it: `work_tree` (a repository
+//! as its work tree holds it, walked), `revision` (a repository at a git revision), `git_tree`
+//! (a revision's tree listed as its checkout would hold it), `assemble` (the repository a
+//! listing describes: its files read, judged and parsed), `repo` (the loaded repository and its
+//! indexes), `resourceset` (the objects ResourceSets generate), `objects` (a revision's blobs),
+//! `listing` (what a walk found), `ignores` (Flux's default ignores and the configuration's
+//! `exclude`), `ignore_files` (the repository's own ignore files), `file` (a parsed file and its
+//! index), `read` (the safe reader).
+
+mod assemble;
+mod file;
+mod git_tree;
+mod ignore_files;
+mod ignores;
+mod listing;
+mod objects;
+pub mod read;
+mod repo;
+pub mod resourceset;
+pub mod revision;
+mod work_tree;
+
+pub use file::{FileId, SourceFile, parent_of};
+pub use ignores::CONFIG_FILE;
+pub use read::MAX_FILE_BYTES;
+pub use repo::Repo;
+pub use work_tree::LoadError;

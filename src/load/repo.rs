@@ -1,0 +1,268 @@
+//! The loaded repository: its parsed YAML files sorted by path, its directories, what was
+//! skipped, and the indexes the model asks through (a file by path, a directory's files and
+//! subdirectories); a variant of it with some files changed, made without touching disk. Its
+//! ResourceSets' generated files are made again whenever its files change.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::diagnostics::Diagnostic;
+use crate::parse::YamlFile;
+
+use super::file::{FileId, SourceFile, parent_of};
+use super::objects::Objects;
+use super::read;
+use super::resourceset;
+
+/// Where a loaded repository's files are read from after loading (a generator's input files).
+#[derive(Clone, Debug)]
+pub(super) enum Origin {
+    WorkTree,
+    Revision(Arc<Objects>),
+}
+
+/// The loaded repository: every YAML file fluxmend reads, every directory, and what was skipped.
+#[derive(Clone, Debug)]
+pub struct Repo {
+    pub root: PathBuf,
+    /// Sorted by path. Shared so that a re-modelled variant of the repository (verification)
+    /// copies no file.
+    pub files: Vec<Arc<SourceFile>>,
+    /// Every directory below the root that Flux would ship (relative, `""` is the root).
+    pub dirs: BTreeSet<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// YAML files directly in each directory, sorted by path.
+    pub(super) dir_files: HashMap<String, Vec<FileId>>,
+    /// Direct subdirectories of each directory, sorted.
+    pub(super) dir_children: HashMap<String, Vec<String>>,
+    /// Every non-YAML or skipped file path, so that `resources` entries naming them resolve.
+    pub(super) other_files: BTreeSet<String>,
+    /// The files fluxmend generated (the objects a ResourceSet generates,
+    /// [`resourceset::generated_path`]), with what they come from. They are in `files`, not in
+    /// any directory, and no fix may edit them.
+    pub(super) generated: BTreeMap<String, String>,
+    /// Where files not loaded as YAML are read from, when the model needs one.
+    pub(super) origin: Origin,
+}
+
+impl Repo {
+    /// The bytes of a file of the repository that is not loaded as YAML (a generator's input),
+    /// read from where the repository was loaded: the work tree (through [`read::read_repo_file`]:
+    /// no link followed, regular files only, within the size limit) or the revision's objects.
+    pub fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, read::ReadError> {
+        match &self.origin {
+            Origin::WorkTree => read::read_repo_file(&self.root, rel),
+            Origin::Revision(objects) => objects.read_bytes(rel),
+        }
+    }
+
+    /// This repository with some files replaced (`Some(text)`, BOM included) or removed
+    /// (`None`): what verification re-models after a planned change, without touching disk.
+    pub fn with_changes(&self, changes: &BTreeMap<String, Option<String>>) -> Repo {
+        let mut repo = Repo {
+            root: self.root.clone(),
+            files: Vec::with_capacity(self.files.len()),
+            dirs: self.dirs.clone(),
+            diagnostics: Vec::new(),
+            dir_files: HashMap::default(),
+            dir_children: HashMap::default(),
+            other_files: self.other_files.clone(),
+            generated: BTreeMap::new(),
+            origin: self.origin.clone(),
+        };
+        let mut sources: Vec<Arc<SourceFile>> = self
+            .files
+            .iter()
+            .filter(|f| !changes.contains_key(&f.path) && !self.generated.contains_key(&f.path))
+            .cloned()
+            .collect();
+        for (path, text) in changes {
+            if let Some(text) = text {
+                let (yaml, error) = YamlFile::parse(text);
+                sources.push(Arc::new(SourceFile {
+                    path: path.clone(),
+                    yaml,
+                    error,
+                }));
+                let mut dir = parent_of(path);
+                while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {
+                    dir = parent_of(dir);
+                }
+            }
+        }
+        sources.sort_by(|a, b| a.path.cmp(&b.path));
+        for source in sources {
+            repo.dir_files
+                .entry(parent_of(&source.path).to_string())
+                .or_default()
+                .push(repo.files.len());
+            repo.files.push(source);
+        }
+        repo.expand_resourcesets();
+        repo.index_dirs();
+        repo.debug_assert_sorted();
+        repo
+    }
+
+    /// Replace the generated files with those of the repository's ResourceSets as they are now.
+    pub(super) fn expand_resourcesets(&mut self) {
+        self.files.retain(|f| !self.generated.contains_key(&f.path));
+        self.generated.clear();
+        for (file, origin) in resourceset::expand(&self.files, &mut self.diagnostics) {
+            self.generated.insert(file.path.clone(), origin);
+            self.files.push(Arc::new(file));
+        }
+        self.files.sort_by(|a, b| a.path.cmp(&b.path));
+        self.reindex_files();
+    }
+
+    /// Rebuild the per-directory file index after `files` changed order (generated files,
+    /// which belong to no directory, left out).
+    fn reindex_files(&mut self) {
+        self.dir_files.clear();
+        for (id, f) in self.files.iter().enumerate() {
+            if !self.generated.contains_key(&f.path) {
+                self.dir_files
+                    .entry(parent_of(&f.path).to_string())
+                    .or_default()
+                    .push(id);
+            }
+        }
+    }
+
+    /// How many files of the repository were parsed (generated files not counted).
+    pub fn parsed_files(&self) -> usize {
+        self.files.len() - self.generated.len()
+    }
+
+    /// What a generated file comes from (`ResourceSet ns/name (file:line)`); `None` for a file
+    /// of the repository.
+    pub fn generated_from(&self, path: &str) -> Option<&str> {
+        self.generated.get(path).map(String::as_str)
+    }
+
+    /// `file_id` is a binary search: `files` must be sorted by path, each path once.
+    pub(super) fn debug_assert_sorted(&self) {
+        debug_assert!(
+            self.files.windows(2).all(|w| w[0].path < w[1].path),
+            "Repo::files must be sorted by path"
+        );
+    }
+
+    pub(super) fn index_dirs(&mut self) {
+        for dir in &self.dirs {
+            if !dir.is_empty() {
+                self.dir_children
+                    .entry(parent_of(dir).to_string())
+                    .or_default()
+                    .push(dir.clone());
+            }
+        }
+    }
+
+    /// The parsed YAML file at a relative path (`files` is sorted by path: no index to keep).
+    pub fn file_id(&self, path: &str) -> Option<FileId> {
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id]
+    }
+
+    /// Whether a relative path names a file Flux would ship (YAML or not).
+    pub fn is_file(&self, path: &str) -> bool {
+        self.file_id(path).is_some() || self.other_files.contains(path)
+    }
+
+    pub fn is_dir(&self, path: &str) -> bool {
+        self.dirs.contains(path)
+    }
+
+    /// YAML files directly in `dir`, sorted by path.
+    pub fn files_in(&self, dir: &str) -> &[FileId] {
+        self.dir_files.get(dir).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every file Flux would ship that fluxmend does not parse (non-YAML, skipped), sorted.
+    pub fn other_files(&self) -> impl Iterator<Item = &str> {
+        self.other_files.iter().map(String::as_str)
+    }
+
+    /// `.yaml`/`.yml` files directly in `dir` that were skipped (templates, binary, too big):
+    /// Flux would still try to decode them.
+    pub fn skipped_yaml_in<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let skip = prefix.len();
+        self.other_files
+            .range(prefix.clone()..)
+            .take_while(move |p| p.starts_with(&prefix))
+            .filter(move |p| {
+                let rest = &p[skip..];
+                !rest.contains('/') && (rest.ends_with(".yaml") || rest.ends_with(".yml"))
+            })
+            .map(String::as_str)
+    }
+
+    /// Direct subdirectories of `dir` (full relative paths), sorted.
+    pub fn subdirs(&self, dir: &str) -> &[String] {
+        self.dir_children.get(dir).map_or(&[], Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::path::Path;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    /// `file_id` searches `files` by path: every file is found at its index, in a loaded
+    /// repository and in one with changes, whatever the order of `-`, `.` and `/` in the paths.
+    #[test]
+    fn every_file_is_found_by_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        for rel in [
+            "a.yaml",
+            "a-b.yaml",
+            "a/b.yaml",
+            "a/b/c.yaml",
+            "a.b/x.yaml",
+            "z.yml",
+        ] {
+            write(tmp.path(), rel, "kind: ConfigMap\n");
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        let found = |repo: &Repo| {
+            for (id, file) in repo.files.iter().enumerate() {
+                assert_eq!(repo.file_id(&file.path), Some(id), "{}", file.path);
+                assert!(repo.is_file(&file.path));
+            }
+            repo.files.len()
+        };
+        assert_eq!(found(&repo), 6);
+        assert_eq!(repo.file_id("a"), None);
+        assert_eq!(repo.file_id("a/b"), None);
+        let changes = BTreeMap::from([
+            ("a/b.yaml".to_string(), None),
+            ("a/a.yaml".to_string(), Some("kind: Secret\n".to_string())),
+            ("0.yaml".to_string(), Some("kind: Secret\n".to_string())),
+        ]);
+        let changed = repo.with_changes(&changes);
+        assert_eq!(found(&changed), 7);
+        assert_eq!(changed.file_id("a/b.yaml"), None);
+        assert!(changed.file_id("0.yaml").is_some());
+    }
+}
