@@ -238,6 +238,9 @@ fn unevaluated_exprs(model: &Model, layer: &Layer) -> Vec<String> {
     out
 }
 
+/// The finding for a `wait: true` layer that lists `healthChecks`: what Flux checks instead, a
+/// warning for what is wrong with the list ([`problems`]) or a note that it is redundant
+/// ([`redundancy`]), and who waits on the layer.
 fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy) -> Option<Draft> {
     let object = model.object(layer.object?);
     let file = model.repo.file(object.file);
@@ -268,98 +271,15 @@ fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy)
         .iter()
         .map(|&d| model.layer(d).id.clone())
         .collect();
-    let mut message = format!(
-        "{} has wait: true, so Flux ignores its {} ({}) and health-checks all {} it applies",
-        layer.id,
-        entry_count(layer),
-        entries_text(&layer.health_checks.iter().collect::<Vec<_>>()),
-        plural(waited.len(), "object", "objects"),
-    );
-    if unlisted > 0 {
-        message.push_str(&format!(", {unlisted} of them not listed"));
-    }
-    let of = |want: fn(&Place) -> bool| -> Vec<&HealthCheck> {
-        places
-            .iter()
-            .filter(|(_, p)| want(p))
-            .map(|(hc, _)| *hc)
-            .collect()
+    let mut message = headline(layer, waited.len(), unlisted);
+    let problems = problems(model, &places, &exprs);
+    let severity = if problems.is_empty() {
+        message.push_str(&redundancy(&places, unsure.as_deref()));
+        Severity::Note
+    } else {
+        message.push_str(&problems.concat());
+        Severity::Warning
     };
-    let mut severity = Severity::Note;
-    for (hc, p) in &places {
-        let Place::Elsewhere {
-            layer: other,
-            after,
-        } = p
-        else {
-            continue;
-        };
-        severity = Severity::Warning;
-        message.push_str(&format!(
-            "; {} is applied by {}, not by this layer, so it is never checked here",
-            entry_text(hc),
-            model.layer(*other).id
-        ));
-        if *after {
-            message.push_str(&format!(
-                ", and {} depends on this layer: with wait: false (the list as the gate) a \
-                 fresh cluster would deadlock, this layer waiting for an object that only \
-                 appears after it is Ready",
-                model.layer(*other).id
-            ));
-        }
-    }
-    let nowhere = of(|p| matches!(p, Place::Nowhere));
-    if !nowhere.is_empty() {
-        severity = Severity::Warning;
-        message.push_str(&format!(
-            "; nothing in this repository applies {}: a stale entry, with which the layer would \
-             never become Ready under wait: false",
-            entries_text(&nowhere)
-        ));
-    }
-    if !exprs.is_empty() {
-        severity = Severity::Warning;
-        message.push_str(&format!(
-            "; its healthCheckExprs for {} are never evaluated: kustomize-controller evaluates \
-             them only on objects this layer applies and health-checks, and it applies none of \
-             that kind",
-            exprs.join(", ")
-        ));
-    }
-    if severity == Severity::Note {
-        let made: Vec<String> = places
-            .iter()
-            .filter_map(|(_, p)| match p {
-                Place::MadeHere(makers) => Some(makers.clone()),
-                _ => None,
-            })
-            .flatten()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let unknown: Vec<&HealthCheck> = of(|p| matches!(p, Place::Unknown));
-        let made = if made.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " or made by {}, which it applies and waits on",
-                made.join(", ")
-            )
-        };
-        match &unsure {
-            Some(why) if !unknown.is_empty() => message.push_str(&format!(
-                ": the list is redundant as far as fluxmend can tell, but it cannot place {} \
-                 ({why}), so it makes no claim about {}",
-                entries_text(&unknown),
-                if unknown.len() == 1 { "it" } else { "them" },
-            )),
-            _ => message.push_str(&format!(
-                ": the list is redundant, every entry is applied by this layer{made}; removing \
-                 it changes nothing on the cluster"
-            )),
-        }
-    }
     if !blocked.is_empty() {
         message.push_str(&format!(
             ". {} {} on all of them, not only the listed ones",
@@ -384,6 +304,118 @@ fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy)
         .blast(blocked, unlisted)
         .planned(plan_fix(model, layer, strategy, &places)),
     )
+}
+
+/// The finding's first clause: the list Flux ignores and how many objects it checks instead,
+/// `unlisted` of them not in the list.
+fn headline(layer: &Layer, waited: usize, unlisted: usize) -> String {
+    let mut message = format!(
+        "{} has wait: true, so Flux ignores its {} ({}) and health-checks all {} it applies",
+        layer.id,
+        entry_count(layer),
+        entries_text(&layer.health_checks.iter().collect::<Vec<_>>()),
+        plural(waited, "object", "objects"),
+    );
+    if unlisted > 0 {
+        message.push_str(&format!(", {unlisted} of them not listed"));
+    }
+    message
+}
+
+/// What is wrong with the list besides being ignored, each a clause of the finding: entries
+/// another layer applies (a deadlock when that layer depends on this one), entries nothing
+/// applies, `healthCheckExprs` never evaluated. Any of them makes the finding a warning.
+fn problems(model: &Model, places: &[(&HealthCheck, Place)], exprs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (hc, p) in places {
+        let Place::Elsewhere {
+            layer: other,
+            after,
+        } = p
+        else {
+            continue;
+        };
+        let mut clause = format!(
+            "; {} is applied by {}, not by this layer, so it is never checked here",
+            entry_text(hc),
+            model.layer(*other).id
+        );
+        if *after {
+            clause.push_str(&format!(
+                ", and {} depends on this layer: with wait: false (the list as the gate) a \
+                 fresh cluster would deadlock, this layer waiting for an object that only \
+                 appears after it is Ready",
+                model.layer(*other).id
+            ));
+        }
+        out.push(clause);
+    }
+    let nowhere = entries_where(places, |p| matches!(p, Place::Nowhere));
+    if !nowhere.is_empty() {
+        out.push(format!(
+            "; nothing in this repository applies {}: a stale entry, with which the layer would \
+             never become Ready under wait: false",
+            entries_text(&nowhere)
+        ));
+    }
+    if !exprs.is_empty() {
+        out.push(format!(
+            "; its healthCheckExprs for {} are never evaluated: kustomize-controller evaluates \
+             them only on objects this layer applies and health-checks, and it applies none of \
+             that kind",
+            exprs.join(", ")
+        ));
+    }
+    out
+}
+
+/// Why a list with no [`problems`] is redundant: every entry is applied (or made) by this
+/// layer; or, when the model cannot place some entries (`unsure` says why), that it makes no
+/// claim about them.
+fn redundancy(places: &[(&HealthCheck, Place)], unsure: Option<&str>) -> String {
+    let made: Vec<String> = places
+        .iter()
+        .filter_map(|(_, p)| match p {
+            Place::MadeHere(makers) => Some(makers.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let unknown = entries_where(places, |p| matches!(p, Place::Unknown));
+    let made = if made.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " or made by {}, which it applies and waits on",
+            made.join(", ")
+        )
+    };
+    match unsure {
+        Some(why) if !unknown.is_empty() => format!(
+            ": the list is redundant as far as fluxmend can tell, but it cannot place {} \
+             ({why}), so it makes no claim about {}",
+            entries_text(&unknown),
+            if unknown.len() == 1 { "it" } else { "them" },
+        ),
+        _ => format!(
+            ": the list is redundant, every entry is applied by this layer{made}; removing \
+             it changes nothing on the cluster"
+        ),
+    }
+}
+
+/// The entries whose place is one `want` accepts.
+fn entries_where<'h>(
+    places: &[(&'h HealthCheck, Place)],
+    want: fn(&Place) -> bool,
+) -> Vec<&'h HealthCheck> {
+    places
+        .iter()
+        .filter(|(_, p)| want(p))
+        .map(|(hc, _)| *hc)
+        .collect()
 }
 
 /// The objects of the layer that its `healthChecks` name and that FM002's catalogue calls
