@@ -244,24 +244,4 @@ mod tests {
         assert_eq!(c.opt_in, "fluxmend.io/disposable");
         assert!(c.images.len() >= 10 && c.charts.len() >= 5 && c.kinds.len() >= 2);
     }
-
-    #[test]
-    fn repository_catalogue_errors_carry_lines() {
-        let err = Catalogue::from_text("images:\n  - match: [a/b]\n", "x.yaml").unwrap_err();
-        assert_eq!(
-            (err.line, err.message.as_str()),
-            (2, "every matcher needs a `reason`")
-        );
-        let err = Catalogue::from_text("imgs: []\n", "x.yaml").unwrap_err();
-        assert!(err.message.contains("unknown key `imgs`"), "{err}");
-        let c = Catalogue::from_text(
-            "images:\n  - reason: in-house runner\n    match: registry.example.com/ci/runner\n",
-            "x.yaml",
-        )
-        .unwrap();
-        assert_eq!(
-            c.image_reason("registry.example.com/ci/runner:3"),
-            Some("in-house runner")
-        );
-    }
 }
