@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use super::META;
+use super::meta::META;
 use crate::edit::Changeset;
 use crate::model::LayerId;
 use crate::parse::NodeId;

@@ -7,13 +7,14 @@
 //! and what only they use into a layer of their own), `folders` (where the moved files go),
 //! `carry` (what the kustomizations they leave did to them, carried into the new folder),
 //! `overlays` (what the old layer's spec does to them), `touches` (whether a patch or component
-//! may change them), `document` (the texts a move writes) and `drop_edges` (a layer of runners
-//! only: its dependents stop waiting for it).
+//! may change them), `document` (the texts a move writes), `drop_edges` (a layer of runners
+//! only: its dependents stop waiting for it) and `meta` (the rule's document).
 
 mod carry;
 mod document;
 mod drop_edges;
 mod folders;
+mod meta;
 mod overlays;
 mod plan;
 mod touches;
@@ -25,16 +26,10 @@ use crate::rollout::failure::masked;
 use super::disposable::Analysis;
 use super::{Draft, Finding, Rule, RuleMeta, plural};
 use drop_edges::plan_drop_edges;
+use meta::META;
 use plan::plan_fix;
 
 pub struct DisposableWorkloadInGatedLayer;
-
-static META: RuleMeta = RuleMeta {
-    id: "FM002",
-    name: "disposable-workload-in-gated-layer",
-    summary: "a disposable workload (a CI runner) health-gates a Flux Kustomization that holds other objects or has dependents",
-    doc: include_str!("../../../rules/FM002.md"),
-};
 
 impl Rule for DisposableWorkloadInGatedLayer {
     fn meta(&self) -> &'static RuleMeta {

@@ -20,9 +20,9 @@ use crate::rules::layer_split::{
 };
 use crate::rules::{Fix, plural, report_text};
 
-use super::META;
 use super::document::{DependsOn, new_layer_document};
 use super::folders::{Ctx, Touched};
+use super::meta::META;
 use super::overlays::flux_overlays;
 
 /// What a move does on the cluster.

@@ -130,7 +130,7 @@ fn a_wider_merge_says_what_it_also_accepts() {
 
 /// The object kubectl renders with the patch file applied: two identities before the fix; one
 /// after, whose subject keeps each old pattern whole in a group. (That the alternation matches
-/// what the patterns matched is the property test in `src/rules/fm003.rs`.)
+/// what the patterns matched is the property test in `src/rules/fm003/merge.rs`.)
 #[test]
 fn the_rendered_object_carries_one_identity_with_every_pattern() {
     let charts_of = |rendered: &str| -> String {

@@ -1,0 +1,263 @@
+//! The analysis's memo: each object's classification, the names each object holds, and per
+//! cluster an index of who names what, built once and asked by `bundle`, `needs` and `users`.
+//! Here too: whether one object may refer to another, and how messages name an object.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::{LayerId, Model, ObjectIdx, ObjectKey, Rendered, is_namespaced};
+
+use super::catalogue::Catalogue;
+use super::objects::{chart_ref, ns_of};
+use super::scalars::{Scalars, object_scalars};
+
+/// One object as a live layer of a cluster applies it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Entry {
+    pub(super) object: ObjectIdx,
+    pub(super) layer: LayerId,
+    pub(super) variant: usize,
+    pub(super) inv: usize,
+}
+
+/// Classification and reference analysis over one model, memoised.
+pub struct Analysis<'m, 'r> {
+    pub model: &'m Model<'r>,
+    pub catalogue: Catalogue,
+    reasons: HashMap<ObjectIdx, Option<String>>,
+    /// The scalars of the objects asked about since the cluster last changed: kept with the
+    /// cluster's index and dropped with it, so that memory holds one cluster's references.
+    scalars: HashMap<ObjectIdx, Scalars<'m>>,
+    /// The index of the cluster asked about last (layers come cluster by cluster).
+    cluster: Option<(usize, Rc<Cluster<'m>>)>,
+    /// The live layers of each cluster, in layer order.
+    live_by_cluster: OnceCell<Vec<Vec<LayerId>>>,
+    /// Kind name → the API groups it is used with (built-in kinds, the catalogue's, the model's).
+    groups_of_kind: OnceCell<HashMap<String, BTreeSet<String>>>,
+}
+
+/// Kinds of the built-in API groups whose names custom resources reuse (a `talos.dev`
+/// ServiceAccount, …): a message names the group of such a custom resource.
+const BUILTIN_KINDS: &[(&str, &str)] = &[
+    ("", "ConfigMap"),
+    ("", "Namespace"),
+    ("", "PersistentVolumeClaim"),
+    ("", "Pod"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("apps", "DaemonSet"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("batch", "CronJob"),
+    ("batch", "Job"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+];
+
+/// What the live layers of one cluster apply, and who names what.
+pub(super) struct Cluster<'m> {
+    pub(super) entries: Vec<Entry>,
+    /// Scalar value → the entries (indices into `entries`) whose objects hold it.
+    pub(super) mentions: HashMap<Cow<'m, str>, Vec<usize>>,
+}
+
+impl<'m, 'r> Analysis<'m, 'r> {
+    pub fn new(model: &'m Model<'r>) -> Self {
+        // An error in the repository's section is the configuration's diagnostic
+        // (`crate::config`); the rule runs with the built-in catalogue then.
+        let (catalogue, _) = Catalogue::for_repo(model.repo);
+        Analysis {
+            model,
+            catalogue,
+            reasons: HashMap::default(),
+            scalars: HashMap::default(),
+            cluster: None,
+            live_by_cluster: OnceCell::new(),
+            groups_of_kind: OnceCell::new(),
+        }
+    }
+
+    /// An object as messages name it: `Kind/namespace/name`, with the API group after the kind
+    /// (`ServiceAccount.talos.dev/…`) when a custom resource's kind name is also used by another
+    /// group — a built-in kind, a catalogue kind or another object of the repository.
+    pub fn key_text(&self, key: &ObjectKey) -> String {
+        let group = key.group();
+        let groups = self.groups_of_kind.get_or_init(|| {
+            let mut map: HashMap<String, BTreeSet<String>> = HashMap::default();
+            let pairs = BUILTIN_KINDS
+                .iter()
+                .map(|&(g, k)| (g.to_string(), k.to_string()))
+                .chain(
+                    self.catalogue
+                        .kinds
+                        .iter()
+                        .flat_map(|r| r.names.iter().map(|n| (r.group.clone(), n.clone()))),
+                )
+                .chain(
+                    self.model
+                        .objects
+                        .iter()
+                        .map(|o| (o.key.group().to_string(), o.key.kind.to_string())),
+                );
+            for (g, k) in pairs {
+                map.entry(k).or_default().insert(g);
+            }
+            map
+        });
+        let ambiguous = groups
+            .get(key.kind.as_str())
+            .is_some_and(|gs| gs.iter().any(|g| g != group));
+        if group.is_empty() || !ambiguous {
+            return key.to_string();
+        }
+        match &key.namespace {
+            Some(ns) => format!("{}.{group}/{ns}/{}", key.kind, key.name),
+            None => format!("{}.{group}/{}", key.kind, key.name),
+        }
+    }
+
+    /// Why an object is disposable, if it is.
+    pub fn disposable(&mut self, idx: ObjectIdx) -> Option<String> {
+        if let Some(r) = self.reasons.get(&idx) {
+            return r.clone();
+        }
+        let r = self.catalogue.classify(self.model, idx);
+        self.reasons.insert(idx, r.clone());
+        r
+    }
+
+    /// Every scalar value of an object outside its own `metadata`: the names it may refer to.
+    pub(super) fn scalars(&mut self, idx: ObjectIdx) -> &Scalars<'m> {
+        let model = self.model;
+        self.scalars
+            .entry(idx)
+            .or_insert_with(|| object_scalars(model, idx))
+    }
+
+    /// Whether an object names `name` anywhere outside its own metadata.
+    pub fn mentions(&mut self, idx: ObjectIdx, name: &str) -> bool {
+        self.scalars(idx).contains(name)
+    }
+
+    /// Whether `from` names `to` (by its name as written) and may refer to it: same namespace
+    /// for namespaced objects.
+    pub(super) fn refers(&mut self, from: &Rendered, to: &Rendered) -> bool {
+        let name = self.model.object(to.object).key.name.clone();
+        self.refers_named(from, to, &name)
+    }
+
+    /// [`Self::refers`] for a name `to` stands for: its own, or the Secret it produces.
+    pub(super) fn refers_named(&mut self, from: &Rendered, to: &Rendered, name: &str) -> bool {
+        if from.object == to.object {
+            return false;
+        }
+        let to_namespaced = is_namespaced(&to.key.api_version, &to.key.kind);
+        let from_namespaced = is_namespaced(&from.key.api_version, &from.key.kind);
+        if to_namespaced && (!from_namespaced || ns_of(from) != ns_of(to)) {
+            return false;
+        }
+        self.scalars(from.object).contains(name)
+    }
+
+    /// The index of a cluster. Building the next one drops the last one's, and the scalars
+    /// cached with it.
+    pub(super) fn cluster(&mut self, cluster: usize) -> Rc<Cluster<'m>> {
+        if let Some((c, index)) = &self.cluster
+            && *c == cluster
+        {
+            return index.clone();
+        }
+        self.cluster = None;
+        self.scalars.clear();
+        let model = self.model;
+        let by_cluster = self.live_by_cluster.get_or_init(|| {
+            let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
+            for (layer, l) in model.live_layers() {
+                if by_cluster.len() <= l.cluster {
+                    by_cluster.resize_with(l.cluster + 1, Vec::new);
+                }
+                by_cluster[l.cluster].push(layer);
+            }
+            by_cluster
+        });
+        let mut entries = Vec::new();
+        for &layer in by_cluster.get(cluster).map_or(&[][..], Vec::as_slice) {
+            for (variant, v) in model.layers[layer].variants.iter().enumerate() {
+                for inv in 0..v.inventory.len() {
+                    entries.push(Entry {
+                        object: v.inventory[inv].object,
+                        layer,
+                        variant,
+                        inv,
+                    });
+                }
+            }
+        }
+        let mut mentions: HashMap<Cow<'m, str>, Vec<usize>> = HashMap::default();
+        for (i, e) in entries.iter().enumerate() {
+            for s in self.scalars(e.object) {
+                mentions.entry(s.clone()).or_default().push(i);
+            }
+        }
+        let index = Rc::new(Cluster { entries, mentions });
+        self.cluster = Some((cluster, index.clone()));
+        index
+    }
+
+    pub(super) fn rendered(&self, e: &Entry) -> &'m Rendered {
+        &self.model.layers[e.layer].variants[e.variant].inventory[e.inv]
+    }
+
+    /// The objects of live layers of the cluster that refer to `to`.
+    pub(super) fn referrers(&mut self, cluster: usize, to: &Rendered) -> Vec<Entry> {
+        let name = self.model.object(to.object).key.name.clone();
+        self.referrers_named(cluster, to, &name)
+    }
+
+    /// The objects of live layers of the cluster that name `name`, which `to` stands for, where
+    /// they may refer to `to` (the same namespace for a namespaced `to`).
+    pub(super) fn referrers_named(
+        &mut self,
+        cluster: usize,
+        to: &Rendered,
+        name: &str,
+    ) -> Vec<Entry> {
+        let c = self.cluster(cluster);
+        let mut out = Vec::new();
+        for &i in c.mentions.get(name).map_or(&[][..], Vec::as_slice) {
+            let e = c.entries[i];
+            if self.refers_named(self.rendered(&e), to, name) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// The objects of live layers of the cluster that use the chart source `source`: the
+    /// HelmReleases whose `chartRef`/`chart.spec.sourceRef` name it (in any namespace), and
+    /// whatever names it in its own namespace.
+    pub(super) fn chart_users(&mut self, cluster: usize, source: &Rendered) -> Vec<Entry> {
+        let model = self.model;
+        let name = model.object(source.object).key.name.clone();
+        let c = self.cluster(cluster);
+        let mut out = Vec::new();
+        for &i in c.mentions.get(name.as_str()).map_or(&[][..], Vec::as_slice) {
+            let e = c.entries[i];
+            let from = self.rendered(&e);
+            let names_it = chart_ref(model, from).is_some_and(|(kind, n, ns)| {
+                kind == source.key.kind.as_str() && n == name.as_str() && ns == ns_of(source)
+            });
+            if names_it || self.refers_named(from, source, &name) {
+                out.push(e);
+            }
+        }
+        out
+    }
+}
