@@ -9,153 +9,16 @@
 //! (does one select anything, do two overlap, does one set the root source's trust settings)
 //! without a cluster. What each component contributes is data: `rules/flux-distribution.yaml`.
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
-
 use crate::load::FileId;
 use crate::model::patch::{Labels, PatchBody, Selection, Selector};
 use crate::model::{Model, Name, ObjectIdx, ObjectKey, SourceRef};
 use crate::parse::{NodeId, Value, YamlFile};
 
+use super::distribution::{Distribution, Template, distribution};
 use super::flux::instance_spec;
-
-/// The distribution data: which objects each component and every instance contribute.
-pub const DISTRIBUTION: &str = include_str!("../../rules/flux-distribution.yaml");
 
 /// The kinds of the objects `spec.sync` generates.
 const SYNC_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket", "Kustomization"];
-
-/// One object of the distribution data, before the instance's namespace is applied.
-#[derive(Clone, Debug)]
-struct Template {
-    kind: String,
-    api_version: String,
-    name: String,
-    component: Option<String>,
-    /// Cluster-scoped: no namespace.
-    cluster: bool,
-    /// From `roles/`, renamed with the `-<namespace>` suffix.
-    roles: bool,
-    /// From `policies.yaml`, present unless `spec.cluster.networkPolicy: false`.
-    policy: bool,
-    /// Labelled `control-plane: controller`.
-    controller: bool,
-    /// Other labels written in the manifest (`labels:` in the data).
-    labels: Labels,
-}
-
-/// The parsed distribution data.
-#[derive(Debug)]
-struct Distribution {
-    read_from: String,
-    default_components: Vec<String>,
-    common: Vec<Template>,
-    components: BTreeMap<String, Vec<Template>>,
-}
-
-fn distribution() -> &'static Distribution {
-    static DATA: OnceLock<Distribution> = OnceLock::new();
-    DATA.get_or_init(|| {
-        let (yaml, error) = YamlFile::parse(DISTRIBUTION);
-        assert!(error.is_none(), "rules/flux-distribution.yaml: {error:?}");
-        let data = yaml
-            .value(yaml.docs[0].root)
-            .expect("rules/flux-distribution.yaml has no alias");
-        let template = |v: &Value, component: Option<&str>| Template {
-            kind: v.str_at(&["kind"]).unwrap_or_default().to_string(),
-            api_version: v.str_at(&["apiVersion"]).unwrap_or_default().to_string(),
-            name: v.str_at(&["name"]).unwrap_or_default().to_string(),
-            component: component.map(str::to_string),
-            cluster: v.get("cluster").and_then(Value::as_bool).unwrap_or(false),
-            roles: v.get("roles").and_then(Value::as_bool).unwrap_or(false),
-            policy: v.get("policy").and_then(Value::as_bool).unwrap_or(false),
-            controller: v
-                .get("controller")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            labels: match v.get("labels") {
-                Some(Value::Map(entries)) => entries
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        Some((k.as_str()?.to_string(), v.as_str().map(str::to_string)))
-                    })
-                    .collect(),
-                _ => Labels::new(),
-            },
-        };
-        let mut components = BTreeMap::new();
-        if let Some(Value::Map(entries)) = data.get("components") {
-            for (name, spec) in entries {
-                let name = name.as_str().unwrap_or_default();
-                let mut objects: Vec<Template> = spec
-                    .get("crds")
-                    .map(Value::seq)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|crd| Template {
-                        kind: "CustomResourceDefinition".into(),
-                        api_version: "apiextensions.k8s.io/v1".into(),
-                        name: crd.to_string(),
-                        component: Some(name.to_string()),
-                        cluster: true,
-                        roles: false,
-                        policy: false,
-                        controller: false,
-                        labels: Labels::new(),
-                    })
-                    .collect();
-                objects.extend(
-                    spec.get("objects")
-                        .map(Value::seq)
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|o| template(o, Some(name))),
-                );
-                components.insert(name.to_string(), objects);
-            }
-        }
-        Distribution {
-            read_from: data
-                .str_at(&["distribution", "read_from"])
-                .unwrap_or_default()
-                .to_string(),
-            default_components: data
-                .path(&["distribution", "default_components"])
-                .map(Value::seq)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            common: data
-                .get("common")
-                .map(Value::seq)
-                .unwrap_or_default()
-                .iter()
-                .map(|o| template(o, None))
-                .collect(),
-            components,
-        }
-    })
-}
-
-/// Where the generated objects were read from (`flux-operator config/data/flux/v2.9.4`), for
-/// messages that rest on them.
-pub fn distribution_source() -> &'static str {
-    &distribution().read_from
-}
-
-/// The component whose manifests hold an object of this kind and name (`Deployment`,
-/// `image-reflector-controller` → `image-reflector-controller`): what a patch meant when it
-/// targets a component the instance does not install.
-pub fn component_of(kind: &str, name: &str) -> Option<&'static str> {
-    distribution()
-        .components
-        .iter()
-        .find(|(_, objects)| objects.iter().any(|o| o.kind == kind && o.name == name))
-        .map(|(component, _)| component.as_str())
-}
 
 /// An object the operator generates for an instance, with the patches that reach it applied.
 #[derive(Clone, Debug)]
@@ -611,6 +474,7 @@ mod tests {
     use super::*;
     use crate::load::Repo;
     use crate::model::ModelOptions;
+    use crate::model::component_of;
 
     fn instance_model(dir: &std::path::Path, text: &str) -> Repo {
         std::fs::write(dir.join("instance.yaml"), text).unwrap();
