@@ -1,6 +1,6 @@
 //! `graph`: the layers and what each applies, in the format asked for.
 
-use fluxmend::emit::report;
+use fluxmend::emit::graph;
 
 use crate::cli::{GraphArgs, GraphFormat};
 
@@ -17,10 +17,10 @@ pub(crate) fn graph(args: &GraphArgs) -> Result<ExitStatus, UsageError> {
     print!(
         "{}",
         match args.format {
-            GraphFormat::Text => report::graph_text(&model),
-            GraphFormat::Json => report::graph_json(&model),
-            GraphFormat::Dot => report::graph_dot(&model),
-            GraphFormat::Mermaid => report::graph_mermaid(&model),
+            GraphFormat::Text => graph::text(&model),
+            GraphFormat::Json => graph::json(&model),
+            GraphFormat::Dot => graph::dot(&model),
+            GraphFormat::Mermaid => graph::mermaid(&model),
         }
     );
     Ok(ExitStatus::Success)

@@ -6,6 +6,7 @@ pub mod commit;
 pub mod error;
 pub mod escape;
 pub mod github;
+pub mod graph;
 pub mod json;
 pub mod pr;
 pub mod report;

@@ -9,153 +9,16 @@
 //! (does one select anything, do two overlap, does one set the root source's trust settings)
 //! without a cluster. What each component contributes is data: `rules/flux-distribution.yaml`.
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
-
 use crate::load::FileId;
 use crate::model::patch::{Labels, PatchBody, Selection, Selector};
 use crate::model::{Model, Name, ObjectIdx, ObjectKey, SourceRef};
 use crate::parse::{NodeId, Value, YamlFile};
 
+use super::distribution::{Distribution, Template, distribution};
 use super::flux::instance_spec;
-
-/// The distribution data: which objects each component and every instance contribute.
-pub const DISTRIBUTION: &str = include_str!("../../rules/flux-distribution.yaml");
 
 /// The kinds of the objects `spec.sync` generates.
 const SYNC_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket", "Kustomization"];
-
-/// One object of the distribution data, before the instance's namespace is applied.
-#[derive(Clone, Debug)]
-struct Template {
-    kind: String,
-    api_version: String,
-    name: String,
-    component: Option<String>,
-    /// Cluster-scoped: no namespace.
-    cluster: bool,
-    /// From `roles/`, renamed with the `-<namespace>` suffix.
-    roles: bool,
-    /// From `policies.yaml`, present unless `spec.cluster.networkPolicy: false`.
-    policy: bool,
-    /// Labelled `control-plane: controller`.
-    controller: bool,
-    /// Other labels written in the manifest (`labels:` in the data).
-    labels: Labels,
-}
-
-/// The parsed distribution data.
-#[derive(Debug)]
-struct Distribution {
-    read_from: String,
-    default_components: Vec<String>,
-    common: Vec<Template>,
-    components: BTreeMap<String, Vec<Template>>,
-}
-
-fn distribution() -> &'static Distribution {
-    static DATA: OnceLock<Distribution> = OnceLock::new();
-    DATA.get_or_init(|| {
-        let (yaml, error) = YamlFile::parse(DISTRIBUTION);
-        assert!(error.is_none(), "rules/flux-distribution.yaml: {error:?}");
-        let data = yaml
-            .value(yaml.docs[0].root)
-            .expect("rules/flux-distribution.yaml has no alias");
-        let template = |v: &Value, component: Option<&str>| Template {
-            kind: v.str_at(&["kind"]).unwrap_or_default().to_string(),
-            api_version: v.str_at(&["apiVersion"]).unwrap_or_default().to_string(),
-            name: v.str_at(&["name"]).unwrap_or_default().to_string(),
-            component: component.map(str::to_string),
-            cluster: v.get("cluster").and_then(Value::as_bool).unwrap_or(false),
-            roles: v.get("roles").and_then(Value::as_bool).unwrap_or(false),
-            policy: v.get("policy").and_then(Value::as_bool).unwrap_or(false),
-            controller: v
-                .get("controller")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            labels: match v.get("labels") {
-                Some(Value::Map(entries)) => entries
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        Some((k.as_str()?.to_string(), v.as_str().map(str::to_string)))
-                    })
-                    .collect(),
-                _ => Labels::new(),
-            },
-        };
-        let mut components = BTreeMap::new();
-        if let Some(Value::Map(entries)) = data.get("components") {
-            for (name, spec) in entries {
-                let name = name.as_str().unwrap_or_default();
-                let mut objects: Vec<Template> = spec
-                    .get("crds")
-                    .map(Value::seq)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|crd| Template {
-                        kind: "CustomResourceDefinition".into(),
-                        api_version: "apiextensions.k8s.io/v1".into(),
-                        name: crd.to_string(),
-                        component: Some(name.to_string()),
-                        cluster: true,
-                        roles: false,
-                        policy: false,
-                        controller: false,
-                        labels: Labels::new(),
-                    })
-                    .collect();
-                objects.extend(
-                    spec.get("objects")
-                        .map(Value::seq)
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|o| template(o, Some(name))),
-                );
-                components.insert(name.to_string(), objects);
-            }
-        }
-        Distribution {
-            read_from: data
-                .str_at(&["distribution", "read_from"])
-                .unwrap_or_default()
-                .to_string(),
-            default_components: data
-                .path(&["distribution", "default_components"])
-                .map(Value::seq)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            common: data
-                .get("common")
-                .map(Value::seq)
-                .unwrap_or_default()
-                .iter()
-                .map(|o| template(o, None))
-                .collect(),
-            components,
-        }
-    })
-}
-
-/// Where the generated objects were read from (`flux-operator config/data/flux/v2.9.4`), for
-/// messages that rest on them.
-pub fn distribution_source() -> &'static str {
-    &distribution().read_from
-}
-
-/// The component whose manifests hold an object of this kind and name (`Deployment`,
-/// `image-reflector-controller` → `image-reflector-controller`): what a patch meant when it
-/// targets a component the instance does not install.
-pub fn component_of(kind: &str, name: &str) -> Option<&'static str> {
-    distribution()
-        .components
-        .iter()
-        .find(|(_, objects)| objects.iter().any(|o| o.kind == kind && o.name == name))
-        .map(|(component, _)| component.as_str())
-}
 
 /// An object the operator generates for an instance, with the patches that reach it applied.
 #[derive(Clone, Debug)]
@@ -281,20 +144,65 @@ impl Model<'_> {
             .map_or_else(|| "flux-system".to_string(), Name::to_string);
         let scalar = |keys: &[&str]| yaml.lookup(spec, keys).and_then(|n| yaml.scalar(n));
         let data = distribution();
-        let mut complete = true;
-        let components: Vec<String> = match yaml.lookup(spec, &["components"]) {
-            Some(list) => yaml
-                .items(list)
-                .iter()
-                .filter_map(|&n| yaml.scalar(n))
-                .map(str::to_string)
-                .collect(),
-            None => data.default_components.clone(),
-        };
-        let version = scalar(&["distribution", "version"]);
-        let mut common_labels: Labels = [
+        let components = component_names(yaml, spec, data);
+        let marks = OperatorMarks::new(&namespace, scalar(&["distribution", "version"]));
+        let network_policy = scalar(&["cluster", "networkPolicy"]) != Some("false");
+        let (mut objects, mut complete) =
+            distribution_objects(data, &components, network_policy, &namespace, &marks);
+        let (mut root_source, mut root_kustomization) = (None, None);
+        let read_sync = self.instance_source(idx);
+        let sync_assumed = read_sync.is_none() && assumed.is_some();
+        if let Some(source) = read_sync.or_else(|| assumed.cloned()) {
+            let [source_object, kustomization] =
+                sync_objects(&source, |k| scalar(&["sync", k]), &marks);
+            root_source = Some(objects.len());
+            objects.push(source_object);
+            root_kustomization = Some(objects.len());
+            objects.push(kustomization);
+        }
+        if components.iter().any(|c| c.contains("${")) {
+            complete = false;
+        }
+        let mut patches = read_patches(yaml, spec, file);
+        apply_patches(&mut patches, &mut objects, root_source.is_some());
+        Some(InstanceObjects {
+            instance: idx,
+            namespace,
+            complete,
+            objects,
+            patches,
+            root_source,
+            root_kustomization,
+            sync_assumed,
+        })
+    }
+}
+
+/// The components the instance installs: `spec.components`, or the distribution's default.
+fn component_names(yaml: &YamlFile, spec: NodeId, data: &Distribution) -> Vec<String> {
+    match yaml.lookup(spec, &["components"]) {
+        Some(list) => yaml
+            .items(list)
+            .iter()
+            .filter_map(|&n| yaml.scalar(n))
+            .map(str::to_string)
+            .collect(),
+        None => data.default_components.clone(),
+    }
+}
+
+/// The labels and annotations the operator's transformers add to every object it generates.
+struct OperatorMarks {
+    labels: Labels,
+    annotations: Labels,
+}
+
+impl OperatorMarks {
+    /// For an instance in `namespace` whose `spec.distribution.version` is `version`.
+    fn new(namespace: &str, version: Option<&str>) -> Self {
+        let mut labels: Labels = [
             ("app.kubernetes.io/managed-by", Some("flux-operator")),
-            ("app.kubernetes.io/instance", Some(namespace.as_str())),
+            ("app.kubernetes.io/instance", Some(namespace)),
             ("app.kubernetes.io/part-of", Some("flux")),
         ]
         .iter()
@@ -302,7 +210,7 @@ impl Model<'_> {
         .collect();
         // The label carries the resolved version; a range (`2.x`) resolves on the cluster.
         let exact_version = version.filter(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
-        common_labels.insert(
+        labels.insert(
             "app.kubernetes.io/version".into(),
             exact_version.map(|v| format!("v{v}")),
         );
@@ -314,197 +222,216 @@ impl Model<'_> {
         .iter()
         .map(|(k, v)| (k.to_string(), Some(v.to_string())))
         .collect();
-        let network_policy = scalar(&["cluster", "networkPolicy"]) != Some("false");
-        let mut templates: Vec<&Template> = data
-            .common
-            .iter()
-            .filter(|t| network_policy || !t.policy)
-            .collect();
-        for c in &components {
-            match data.components.get(c) {
-                Some(objects) => templates.extend(objects),
-                None => complete = false,
-            }
+        Self {
+            labels,
+            annotations,
         }
-        let mut objects: Vec<GeneratedObject> = templates
-            .into_iter()
-            .map(|t| {
-                let mut written = t.labels.clone();
-                if let Some(c) = &t.component {
-                    written.insert("app.kubernetes.io/component".into(), Some(c.clone()));
-                    written.insert("app.kubernetes.io/part-of".into(), Some("flux".into()));
-                }
-                if t.controller {
-                    written.insert("control-plane".into(), Some("controller".into()));
-                }
-                let mut labels = written.clone();
-                labels.extend(common_labels.clone());
-                let name = if t.name == "<namespace>" {
-                    namespace.clone()
-                } else if t.roles {
-                    format!("{}-{namespace}", t.name)
-                } else {
-                    t.name.clone()
-                };
-                let key = ObjectKey {
-                    api_version: Name::from(t.api_version.as_str()),
-                    kind: Name::from(t.kind.as_str()),
-                    namespace: (!t.cluster).then(|| Name::from(namespace.as_str())),
-                    name: Name::from(name.as_str()),
-                };
-                // `roles/` is built by its own kustomization, which sets the namespace; the
-                // components' manifests and policies.yaml get it only after the patches.
-                let written = Written {
-                    key: ObjectKey {
-                        namespace: key.namespace.clone().filter(|_| t.roles),
-                        ..key.clone()
-                    },
-                    labels: written,
-                    annotations: Labels::new(),
-                };
-                generated(
-                    key,
-                    written,
-                    t.component.clone(),
-                    (labels, annotations.clone()),
-                    Vec::new(),
-                )
-            })
-            .collect();
-        let (mut root_source, mut root_kustomization) = (None, None);
-        let read_sync = self.instance_source(idx);
-        let sync_assumed = read_sync.is_none() && assumed.is_some();
-        if let Some(source) = read_sync.or_else(|| assumed.cloned()) {
-            let get = |k: &str| scalar(&["sync", k]);
-            let kind = source.kind.as_str();
-            // v1 for every kind from Flux 2.6 (internal/builder/semver.go), which the data
-            // covers.
-            let api_version = "source.toolkit.fluxcd.io/v1";
-            let mut source_spec = vec![("interval", s(get("interval").unwrap_or("1m")))];
-            let reference = get("ref").unwrap_or_default();
-            match kind {
-                "GitRepository" => source_spec.push(("ref", map(vec![("name", s(reference))]))),
-                "OCIRepository" => source_spec.push(("ref", map(vec![("tag", s(reference))]))),
-                _ => source_spec.push(("bucketName", s(reference))),
-            }
-            if let Some(secret) = get("pullSecret") {
-                source_spec.push(("secretRef", map(vec![("name", s(secret))])));
-            }
-            if let Some(provider) = get("provider") {
-                source_spec.push(("provider", s(provider)));
-            }
-            let url_field = if kind == "Bucket" { "endpoint" } else { "url" };
-            source_spec.push((url_field, s(get("url").unwrap_or_default())));
-            let key = |api: &str, kind: &str| ObjectKey {
-                api_version: Name::from(api),
-                kind: Name::from(kind),
-                namespace: Some(Name::from(source.namespace.as_str())),
-                name: Name::from(source.name.as_str()),
+    }
+}
+
+/// The objects the distribution contributes: every instance's (its network policies unless
+/// turned off) and each component's; `false` when a component is not in the data.
+fn distribution_objects(
+    data: &Distribution,
+    components: &[String],
+    network_policy: bool,
+    namespace: &str,
+    marks: &OperatorMarks,
+) -> (Vec<GeneratedObject>, bool) {
+    let mut complete = true;
+    let mut templates: Vec<&Template> = data
+        .common
+        .iter()
+        .filter(|t| network_policy || !t.policy)
+        .collect();
+    for c in components {
+        match data.components.get(c) {
+            Some(objects) => templates.extend(objects),
+            None => complete = false,
+        }
+    }
+    let objects = templates
+        .into_iter()
+        .map(|t| template_object(t, namespace, marks))
+        .collect();
+    (objects, complete)
+}
+
+/// One object of the distribution data as the operator generates it in `namespace`.
+fn template_object(t: &Template, namespace: &str, marks: &OperatorMarks) -> GeneratedObject {
+    let mut written = t.labels.clone();
+    if let Some(c) = &t.component {
+        written.insert("app.kubernetes.io/component".into(), Some(c.clone()));
+        written.insert("app.kubernetes.io/part-of".into(), Some("flux".into()));
+    }
+    if t.controller {
+        written.insert("control-plane".into(), Some("controller".into()));
+    }
+    let mut labels = written.clone();
+    labels.extend(marks.labels.clone());
+    let name = if t.name == "<namespace>" {
+        namespace.to_string()
+    } else if t.roles {
+        format!("{}-{namespace}", t.name)
+    } else {
+        t.name.clone()
+    };
+    let key = ObjectKey {
+        api_version: Name::from(t.api_version.as_str()),
+        kind: Name::from(t.kind.as_str()),
+        namespace: (!t.cluster).then(|| Name::from(namespace)),
+        name: Name::from(name.as_str()),
+    };
+    // `roles/` is built by its own kustomization, which sets the namespace; the
+    // components' manifests and policies.yaml get it only after the patches.
+    let written = Written {
+        key: ObjectKey {
+            namespace: key.namespace.clone().filter(|_| t.roles),
+            ..key.clone()
+        },
+        labels: written,
+        annotations: Labels::new(),
+    };
+    generated(
+        key,
+        written,
+        t.component.clone(),
+        (labels, marks.annotations.clone()),
+        Vec::new(),
+    )
+}
+
+/// What `spec.sync` generates for the root `source`: the root source and the root
+/// Kustomization, `get` reading a field of `spec.sync`.
+fn sync_objects<'y>(
+    source: &SourceRef,
+    get: impl Fn(&str) -> Option<&'y str>,
+    marks: &OperatorMarks,
+) -> [GeneratedObject; 2] {
+    let kind = source.kind.as_str();
+    // v1 for every kind from Flux 2.6 (internal/builder/semver.go), which the data
+    // covers.
+    let api_version = "source.toolkit.fluxcd.io/v1";
+    let mut source_spec = vec![("interval", s(get("interval").unwrap_or("1m")))];
+    let reference = get("ref").unwrap_or_default();
+    match kind {
+        "GitRepository" => source_spec.push(("ref", map(vec![("name", s(reference))]))),
+        "OCIRepository" => source_spec.push(("ref", map(vec![("tag", s(reference))]))),
+        _ => source_spec.push(("bucketName", s(reference))),
+    }
+    if let Some(secret) = get("pullSecret") {
+        source_spec.push(("secretRef", map(vec![("name", s(secret))])));
+    }
+    if let Some(provider) = get("provider") {
+        source_spec.push(("provider", s(provider)));
+    }
+    let url_field = if kind == "Bucket" { "endpoint" } else { "url" };
+    source_spec.push((url_field, s(get("url").unwrap_or_default())));
+    let key = |api: &str, kind: &str| ObjectKey {
+        api_version: Name::from(api),
+        kind: Name::from(kind),
+        namespace: Some(Name::from(source.namespace.as_str())),
+        name: Name::from(source.name.as_str()),
+    };
+    // sync.yaml writes the namespace, and no labels.
+    let written = |key: ObjectKey| Written {
+        key,
+        labels: Labels::new(),
+        annotations: Labels::new(),
+    };
+    let root_source = generated(
+        key(api_version, kind),
+        written(key(api_version, kind)),
+        None,
+        (marks.labels.clone(), marks.annotations.clone()),
+        source_spec,
+    );
+    let kustomization = key("kustomize.toolkit.fluxcd.io/v1", "Kustomization");
+    let root_kustomization = generated(
+        kustomization.clone(),
+        written(kustomization),
+        None,
+        (marks.labels.clone(), marks.annotations.clone()),
+        vec![
+            ("interval", s("10m0s")),
+            ("path", s(get("path").unwrap_or_default())),
+            ("prune", s("true")),
+            (
+                "sourceRef",
+                map(vec![("kind", s(kind)), ("name", s(&source.name))]),
+            ),
+        ],
+    );
+    [root_source, root_kustomization]
+}
+
+/// The instance's `spec.kustomize.patches`, read, none applied yet.
+fn read_patches(yaml: &YamlFile, spec: NodeId, file: FileId) -> Vec<InstancePatch> {
+    let mut patches = Vec::new();
+    if let Some(list) = yaml.lookup(spec, &["kustomize", "patches"]) {
+        for &item in yaml.items(list) {
+            let target = yaml.lookup(item, &["target"]).map(|node| {
+                let value = yaml.value(node).unwrap_or(Value::Null);
+                (Selector::from_value(&value), node)
+            });
+            let body = match yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n)) {
+                Some(text) => PatchBody::parse(text),
+                None => Err("the patch has no inline `patch` text".into()),
             };
-            // sync.yaml writes the namespace, and no labels.
-            let written = |key: ObjectKey| Written {
-                key,
-                labels: Labels::new(),
-                annotations: Labels::new(),
-            };
-            root_source = Some(objects.len());
-            objects.push(generated(
-                key(api_version, kind),
-                written(key(api_version, kind)),
-                None,
-                (common_labels.clone(), annotations.clone()),
-                source_spec,
-            ));
-            root_kustomization = Some(objects.len());
-            let kustomization = key("kustomize.toolkit.fluxcd.io/v1", "Kustomization");
-            objects.push(generated(
-                kustomization.clone(),
-                written(kustomization),
-                None,
-                (common_labels.clone(), annotations.clone()),
-                vec![
-                    ("interval", s("10m0s")),
-                    ("path", s(get("path").unwrap_or_default())),
-                    ("prune", s("true")),
-                    (
-                        "sourceRef",
-                        map(vec![("kind", s(kind)), ("name", s(&source.name))]),
-                    ),
-                ],
-            ));
+            let at = yaml.node(item).dash.unwrap_or(yaml.node(item).span.start);
+            patches.push(InstancePatch {
+                file,
+                item,
+                line: yaml.line_of(at),
+                target,
+                body,
+                selected: Vec::new(),
+                undecided: 0,
+                selected_too_late: Vec::new(),
+            });
         }
-        if components.iter().any(|c| c.contains("${")) {
-            complete = false;
+    }
+    patches
+}
+
+/// Each patch applied to the objects it selects as the manifests are written, recording those
+/// it selects only on the cluster; a patch that may select the sync objects is undecided when
+/// they are not here (`has_sync` false).
+fn apply_patches(patches: &mut [InstancePatch], objects: &mut [GeneratedObject], has_sync: bool) {
+    // The operator renders every patch in one kustomize build, in list order.
+    for (pi, patch) in patches.iter_mut().enumerate() {
+        let Some(selector) = patch.selector() else {
+            continue;
+        };
+        if !has_sync
+            && selector
+                .kind
+                .as_deref()
+                .is_none_or(|k| SYNC_KINDS.contains(&k))
+        {
+            // The sync objects exist on the cluster (set at bootstrap) but not here.
+            patch.undecided += 1;
         }
-        let mut patches = Vec::new();
-        if let Some(list) = yaml.lookup(spec, &["kustomize", "patches"]) {
-            for &item in yaml.items(list) {
-                let target = yaml.lookup(item, &["target"]).map(|node| {
-                    let value = yaml.value(node).unwrap_or(Value::Null);
-                    (Selector::from_value(&value), node)
-                });
-                let body = match yaml.lookup(item, &["patch"]).and_then(|n| yaml.scalar(n)) {
-                    Some(text) => PatchBody::parse(text),
-                    None => Err("the patch has no inline `patch` text".into()),
-                };
-                let at = yaml.node(item).dash.unwrap_or(yaml.node(item).span.start);
-                patches.push(InstancePatch {
-                    file,
-                    item,
-                    line: yaml.line_of(at),
-                    target,
-                    body,
-                    selected: Vec::new(),
-                    undecided: 0,
-                    selected_too_late: Vec::new(),
-                });
-            }
-        }
-        // The operator renders every patch in one kustomize build, in list order.
-        for (pi, patch) in patches.iter_mut().enumerate() {
-            let Some(selector) = patch.selector() else {
-                continue;
-            };
-            if root_source.is_none()
-                && selector
-                    .kind
-                    .as_deref()
-                    .is_none_or(|k| SYNC_KINDS.contains(&k))
-            {
-                // The sync objects exist on the cluster (set at bootstrap) but not here.
-                patch.undecided += 1;
-            }
-            for (oi, object) in objects.iter_mut().enumerate() {
-                let written = &object.at_patch_time;
-                match selector.selects(&written.key, &written.labels, &written.annotations) {
-                    Selection::Yes => {
-                        patch.selected.push(oi);
-                        object.patched_by.push(pi);
-                        if let Ok(body) = &patch.body {
-                            body.apply(&mut object.content);
-                        }
+        for (oi, object) in objects.iter_mut().enumerate() {
+            let written = &object.at_patch_time;
+            match selector.selects(&written.key, &written.labels, &written.annotations) {
+                Selection::Yes => {
+                    patch.selected.push(oi);
+                    object.patched_by.push(pi);
+                    if let Ok(body) = &patch.body {
+                        body.apply(&mut object.content);
                     }
-                    Selection::Unknown => patch.undecided += 1,
-                    Selection::No => {
-                        let on_cluster =
-                            selector.selects(&object.key, &object.labels, &object.annotations);
-                        if on_cluster == Selection::Yes {
-                            patch.selected_too_late.push(oi);
-                        }
+                }
+                Selection::Unknown => patch.undecided += 1,
+                Selection::No => {
+                    let on_cluster =
+                        selector.selects(&object.key, &object.labels, &object.annotations);
+                    if on_cluster == Selection::Yes {
+                        patch.selected_too_late.push(oi);
                     }
                 }
             }
         }
-        Some(InstanceObjects {
-            instance: idx,
-            namespace,
-            complete,
-            objects,
-            patches,
-            root_source,
-            root_kustomization,
-            sync_assumed,
-        })
     }
 }
 
@@ -547,6 +474,7 @@ mod tests {
     use super::*;
     use crate::load::Repo;
     use crate::model::ModelOptions;
+    use crate::model::component_of;
 
     fn instance_model(dir: &std::path::Path, text: &str) -> Repo {
         std::fs::write(dir.join("instance.yaml"), text).unwrap();

@@ -2,6 +2,7 @@
 //! every kustomize directory, every Flux Kustomization (a *layer*) with what it applies, and the
 //! graph of which layer applies, waits on and health-gates which.
 
+mod distribution;
 mod flux;
 mod generators;
 mod instance;
@@ -12,14 +13,12 @@ pub mod patch;
 mod paths;
 mod required;
 
+pub use distribution::{DISTRIBUTION, component_of, distribution_source};
 pub use flux::{
     APPLY_CONTEXT, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck, Layer,
     LayerId, LayerRef, SourceRef, SpecPatch, Variant,
 };
-pub use instance::{
-    DISTRIBUTION, GeneratedObject, InstanceObjects, InstancePatch, component_of,
-    distribution_source,
-};
+pub use instance::{GeneratedObject, InstanceObjects, InstancePatch};
 pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, PatchOnTheWay, RefTarget, Rendered, Renderer,
     ResourceRef, display_dir, is_namespaced,

@@ -194,6 +194,10 @@ struct Case {
     not_verified: Option<&'static str>,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of escape cases reads best as one list"
+)]
 fn cases(o: &Outside, url: &str) -> Vec<Case> {
     let cm = o.path("cm.yaml");
     let txt = o.path("secret.txt");

@@ -133,6 +133,10 @@ spec:
   sourceRef: {kind: GitRepository, name: flux-system}
 ";
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of hostile inputs reads best as one list"
+)]
 fn corpus() -> Vec<Case> {
     use Expect::*;
     let cm = |name: &str| {

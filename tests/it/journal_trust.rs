@@ -204,6 +204,10 @@ fn recovery_never_touches_dot_git() {
 }
 
 /// What a journal cannot prove is left alone; a structurally foreign journal is refused whole.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of forged journals reads best as one list"
+)]
 #[test]
 fn recovery_acts_only_on_what_the_journal_proves() {
     struct Case {

@@ -12,8 +12,9 @@ use crate::model::KUSTOMIZATION_FILE_NAMES;
 use crate::parse::Value;
 use crate::platform::{self, Network};
 
+use super::overlays::job_kustomization;
 use super::plan::LayerKey;
-use super::sandbox::{self, Entry, Job, LayerPlan};
+use super::sandbox::{Entry, Job, LayerPlan};
 use super::tool::{BuildEnv, Tool};
 
 /// The bytes of every file the plans copy, read from `repo` (the change applied, for the side
@@ -186,7 +187,7 @@ pub(super) fn build_variant(
     } else {
         Vec::new()
     };
-    let text = match sandbox::job_kustomization(original.as_deref(), &resources, &job.overlays) {
+    let text = match job_kustomization(original.as_deref(), &resources, &job.overlays) {
         Ok(text) => text,
         Err(e) => return Ok((Err(e), Network::Reachable("not run".into()))),
     };

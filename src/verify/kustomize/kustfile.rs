@@ -57,6 +57,11 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// The canonical text of a document read (or written from one): the bytes the sandbox holds.
+pub fn canonical(json: &Json) -> String {
+    serde_json::to_string(json).expect("JSON values serialise") + "\n"
+}
+
 /// How many nodes one document may expand to (aliases included) before it is refused.
 const NODE_BUDGET: usize = 100_000;
 

@@ -23,14 +23,17 @@
 //!
 //! Each file has one job and imports only the files listed after it: `compare` (each side's
 //! objects as a multiset, the first difference), `build` (the temporary trees, each variant
-//! built), `plan` (the layers a change touches and affects), `sandbox` (the sandbox's files), `kustfile` (a kustomization or plugin configuration read as kustomize reads it),
-//! `schema` (the fields kustomize knows), `go_yaml` (scalars and tags as go-yaml v2 reads them),
-//! `tool` (running kustomize or kubectl confined).
+//! built), `plan` (the layers a change touches and affects), `sandbox` (the sandbox's files),
+//! `overlays` (what the Flux Kustomization adds to a build), `kustfile` (a kustomization or
+//! plugin configuration read as kustomize reads it, its canonical text), `schema` (the fields
+//! kustomize knows), `go_yaml` (scalars and tags as go-yaml v2 reads them), `tool` (running
+//! kustomize or kubectl confined).
 
 mod build;
 mod compare;
 mod go_yaml;
 mod kustfile;
+mod overlays;
 mod plan;
 mod sandbox;
 mod schema;
