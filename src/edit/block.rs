@@ -75,7 +75,7 @@ impl BlockDocument {
     /// An edit of the inner text as an edit of the outer file: the whole block scalar replaced
     /// by its text with the edit made in it (offsets mapped, every new line indented like the
     /// block), so that the YAML gate checks the scalar's new value as a replacement.
-    pub fn lift(&self, outer: &YamlFile, edit: TextEdit) -> Result<TextEdit, String> {
+    pub fn lift(&self, outer: &YamlFile, edit: &TextEdit) -> Result<TextEdit, String> {
         let pad = format!("\n{}", " ".repeat(self.indent));
         let outside = || "the edit falls outside the patch text".to_string();
         let span = outer.node(self.scalar).span;
@@ -119,7 +119,7 @@ mod block_document_tests {
             .lookup(inner.items(inner.docs[0].root)[0], &["value"])
             .unwrap();
         let lifted = block
-            .lift(&outer, replace_node(inner, value, "n: 2\n    m: 3"))
+            .lift(&outer, &replace_node(inner, value, "n: 2\n    m: 3"))
             .unwrap();
         let after = apply(text, &[lifted]).unwrap();
         assert_eq!(

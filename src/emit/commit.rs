@@ -228,7 +228,7 @@ fn index_entry(
         mtime: stat.mtime,
         dev: stat.dev,
         ino: stat.ino,
-        mode: u32::try_from(i32::from(mode)).unwrap_or(0o100644),
+        mode: u32::try_from(i32::from(mode)).unwrap_or(0o100_644),
         uid: stat.uid,
         gid: stat.gid,
         // The index keeps 32 bits of each (git truncates the same way).

@@ -95,8 +95,7 @@ pub fn text(model: &Model) -> String {
         let root = layer
             .source_root
             .as_deref()
-            .map(|r| if r.is_empty() { "." } else { r })
-            .unwrap_or("?");
+            .map_or("?", |r| if r.is_empty() { "." } else { r });
         let _ = writeln!(out, "  source: {} (root {root})", layer.source);
         let _ = writeln!(
             out,

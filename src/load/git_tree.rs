@@ -108,7 +108,7 @@ pub(super) fn list(
         };
         let own = |name: &str| {
             let entry = tree.get_name(name)?;
-            (entry.kind() == Some(git2::ObjectType::Blob) && entry.filemode() != 0o120000)
+            (entry.kind() == Some(git2::ObjectType::Blob) && entry.filemode() != 0o120_000)
                 .then(|| entry.id())
         };
         let ignore_file = |name: &str| {
@@ -125,11 +125,11 @@ pub(super) fn list(
             gitignore: ignore_file(ignore_files::NAMES[0])?,
             sourceignore: ignore_file(ignore_files::NAMES[1])?,
         }));
-        for entry in tree.iter() {
+        for entry in &tree {
             let name = entry.name_bytes();
             let kind = match (entry.kind(), entry.filemode()) {
                 (Some(git2::ObjectType::Tree), _) => EntryKind::Dir,
-                (Some(git2::ObjectType::Blob), 0o120000) => EntryKind::Symlink,
+                (Some(git2::ObjectType::Blob), 0o120_000) => EntryKind::Symlink,
                 (Some(git2::ObjectType::Blob), _) => EntryKind::File,
                 // A submodule: its commit is not in this repository.
                 _ => continue,

@@ -104,7 +104,12 @@ impl WorkTree {
 
     /// The ignore files of the directory `rel` (`""`: the root).
     fn dir(&self, rel: &str) -> Arc<DirIgnores> {
-        if let Some(d) = self.dirs.read().unwrap_or_else(|e| e.into_inner()).get(rel) {
+        if let Some(d) = self
+            .dirs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(rel)
+        {
             return d.clone();
         }
         let mut problems = Vec::new();
@@ -127,7 +132,10 @@ impl WorkTree {
             gitignore: read(NAMES[0]),
             sourceignore: read(NAMES[1]),
         });
-        let mut dirs = self.dirs.write().unwrap_or_else(|e| e.into_inner());
+        let mut dirs = self
+            .dirs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Another walker thread may have read it meanwhile: the first one counts (its problems
         // are said once).
         if let Some(d) = dirs.get(rel) {
@@ -136,14 +144,19 @@ impl WorkTree {
         dirs.insert(rel.to_string(), built.clone());
         self.problems
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .extend(problems);
         built
     }
 
     /// The ignore files that could not be read, with why (once the walk is over).
     pub fn take_problems(&self) -> Vec<(String, String)> {
-        std::mem::take(&mut *self.problems.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(
+            &mut *self
+                .problems
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 }
 

@@ -61,6 +61,7 @@ impl Repo {
 
     /// This repository with some files replaced (`Some(text)`, BOM included) or removed
     /// (`None`): what verification re-models after a planned change, without touching disk.
+    #[must_use]
     pub fn with_changes(&self, changes: &BTreeMap<String, Option<String>>) -> Repo {
         let mut repo = Repo {
             root: self.root.clone(),

@@ -48,7 +48,7 @@ impl Repo {
             path: root.to_path_buf(),
             source,
         })?;
-        let listing = walk(&root, Arc::new(Ignores::new(&root, exclude)));
+        let listing = walk(&root, &Arc::new(Ignores::new(&root, exclude)));
         Ok(Repo::assemble(
             root.clone(),
             listing,
@@ -90,7 +90,7 @@ enum Walked {
 }
 
 /// Walk the work tree at `root` (canonical) with Flux's ignore rules.
-fn walk(root: &Path, ignores: Arc<Ignores>) -> Listing {
+fn walk(root: &Path, ignores: &Arc<Ignores>) -> Listing {
     // Only what Flux reads: `.gitignore` and `.sourceignore` files from the root down, with
     // or without a `.git` directory. Not `.ignore` files, not ignore files above the root,
     // not the user's global excludes nor `.git/info/exclude`: none of them reach Flux.
@@ -118,7 +118,7 @@ fn walk(root: &Path, ignores: Arc<Ignores>) -> Listing {
     // Walk in parallel (a fleet has 100,000 files to stat), then order by path. Whether
     // Flux's default ignores match is decided here too, in parallel; whether they apply is
     // known only once every `.sourceignore` has been seen.
-    let found: std::sync::Mutex<Vec<Walked>> = Default::default();
+    let found = std::sync::Mutex::<Vec<Walked>>::default();
     walker.run(|| {
         let found = &found;
         let ignores = &ignores;

@@ -100,7 +100,7 @@ mod unix {
                 rlim_cur: memory_bytes as libc::rlim_t,
                 rlim_max: memory_bytes as libc::rlim_t,
             };
-            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+            if libc::setrlimit(libc::RLIMIT_DATA, &raw const limit) != 0 {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -188,7 +188,7 @@ mod tests {
                 assert!(
                     why.starts_with("no network namespace could be made here ("),
                     "{why}"
-                )
+                );
             }
             Network::Isolated => panic!("reported isolated"),
         }

@@ -284,7 +284,7 @@ mod imp {
         for (u, g) in [(uid, gid), (u32::MAX, gid)] {
             match check(unsafe { libc::fchown(fd, u, g) }) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
                 Err(e) => return Err(e),
             }
         }

@@ -117,7 +117,7 @@ mod unix {
         // SAFETY: a zeroed stat buffer filled by the call.
         let mode = unsafe {
             let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) != 0 {
+            if libc::fstatat(dir, name.as_ptr(), &raw mut st, libc::AT_SYMLINK_NOFOLLOW) != 0 {
                 return Err(io::Error::last_os_error());
             }
             st.st_mode & libc::S_IFMT

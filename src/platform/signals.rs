@@ -58,15 +58,17 @@ mod unix {
     }
 
     pub fn install() {
-        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut active = ACTIVE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if active.0 == 0 {
             // SAFETY: installing a handler that only stores to an atomic.
             let saved = SIGNALS.map(|sig| unsafe {
                 let mut new: libc::sigaction = std::mem::zeroed();
                 new.sa_sigaction = note as *const () as libc::sighandler_t;
-                libc::sigemptyset(&mut new.sa_mask);
+                libc::sigemptyset(&raw mut new.sa_mask);
                 let mut old: libc::sigaction = std::mem::zeroed();
-                libc::sigaction(sig, &new, &mut old);
+                libc::sigaction(sig, &raw const new, &raw mut old);
                 old
             });
             active.1 = Some(saved);
@@ -75,7 +77,9 @@ mod unix {
     }
 
     pub fn release() {
-        let mut active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut active = ACTIVE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         active.0 -= 1;
         if active.0 > 0 {
             return;
@@ -83,7 +87,7 @@ mod unix {
         if let Some(saved) = active.1.take() {
             for (sig, old) in SIGNALS.iter().zip(saved) {
                 // SAFETY: restoring the disposition saved above.
-                unsafe { libc::sigaction(*sig, &old, std::ptr::null_mut()) };
+                unsafe { libc::sigaction(*sig, &raw const old, std::ptr::null_mut()) };
             }
         }
         let sig = SIGNALLED.swap(0, Ordering::SeqCst);

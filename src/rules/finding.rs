@@ -113,24 +113,28 @@ pub struct Draft {
 
 impl Draft {
     /// The headline.
+    #[must_use]
     pub fn summary(mut self, summary: String) -> Self {
         self.summary = summary;
         self
     }
 
     /// The sentences below the headline.
+    #[must_use]
     pub fn details(mut self, details: Vec<String>) -> Self {
         self.details = details;
         self
     }
 
     /// The 1-based column (in characters), when the rule points inside the line.
+    #[must_use]
     pub fn column(mut self, column: usize) -> Self {
         self.column = Some(column);
         self
     }
 
     /// What a failure of the object does: the layers it blocks, the objects it masks.
+    #[must_use]
     pub fn blast(mut self, blocked_layers: Vec<LayerRef>, masked_objects: usize) -> Self {
         self.blocked_layers = blocked_layers;
         self.masked_objects = masked_objects;
@@ -138,12 +142,14 @@ impl Draft {
     }
 
     /// What is done about it.
+    #[must_use]
     pub fn remedy(mut self, remedy: Remedy) -> Self {
         self.remedy = Some(remedy);
         self
     }
 
     /// The fix when the rule planned one, else why it could not.
+    #[must_use]
     pub fn planned(self, fix: Result<Fix, String>) -> Self {
         self.remedy(fix.map_or_else(Remedy::NoFix, Remedy::Fix))
     }

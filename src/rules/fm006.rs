@@ -3,7 +3,7 @@
 //! it (devantler-tech/platform#3006, #3014). Documentation: `rules/FM006.md`.
 
 use crate::diagnostics::Severity;
-use crate::model::patch::Selection;
+use crate::model::patch::{Labels, Selection};
 use crate::model::{InstanceObjects, LayerId, LayerRef, Model, ObjectKey, SourceRef};
 use crate::parse::Value;
 
@@ -206,7 +206,7 @@ fn instance_settings(model: &Model, generated: &InstanceObjects) -> Vec<Setting>
                         kind: Some(k.to_string()),
                         ..Default::default()
                     };
-                    probe.selects(&source_key(kind), &Default::default(), &Default::default())
+                    probe.selects(&source_key(kind), &Labels::new(), &Labels::new())
                         != Selection::No
                 })
             })

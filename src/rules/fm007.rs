@@ -37,7 +37,12 @@ impl Rule for OverlappingInstancePatches {
             let fields: Vec<Vec<Vec<String>>> = generated
                 .patches
                 .iter()
-                .map(|p| p.body.as_ref().map(|b| b.fields()).unwrap_or_default())
+                .map(|p| {
+                    p.body
+                        .as_ref()
+                        .map(crate::model::patch::PatchBody::fields)
+                        .unwrap_or_default()
+                })
                 .collect();
             // (first patch, second patch, field) → the objects both reach.
             let mut overlaps: BTreeMap<(usize, usize, String), Vec<String>> = BTreeMap::new();

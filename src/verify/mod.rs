@@ -189,7 +189,7 @@ pub fn without_protection(value: Value) -> Value {
     let Value::Map(mut entries) = value else {
         return value;
     };
-    for (k, metadata) in entries.iter_mut() {
+    for (k, metadata) in &mut entries {
         if k.as_str() != Some("metadata") {
             continue;
         }
@@ -299,7 +299,7 @@ fn check(
     let mut rerun: Vec<&str> = findings.iter().map(|f| f.rule).collect();
     rerun.dedup();
     if !findings.is_empty() {
-        let rerun: Vec<String> = rerun.iter().map(|r| r.to_string()).collect();
+        let rerun: Vec<String> = rerun.iter().map(ToString::to_string).collect();
         let again = rules::run(&after, &rerun);
         // Where a rule reports several findings at one place (FM004: one per patch of an
         // instance), a fix converges when the place keeps no more findings than the fixes here

@@ -89,7 +89,7 @@ fn truthy(value: &Value) -> bool {
 fn evaluate(action: &str, env: &Env) -> Result<Value, String> {
     let mut value: Option<Value> = None;
     for (i, command) in split_pipeline(action)?.into_iter().enumerate() {
-        let words = words(&command)?;
+        let words = words(&command);
         let Some((head, args)) = words.split_first() else {
             return Err(format!("an empty command in `<< {action} >>`"));
         };
@@ -203,7 +203,7 @@ fn split_pipeline(action: &str) -> Result<Vec<String>, String> {
 }
 
 /// A command's words: string literals whole.
-fn words(command: &str) -> Result<Vec<String>, String> {
+fn words(command: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut in_string = false;
@@ -230,5 +230,5 @@ fn words(command: &str) -> Result<Vec<String>, String> {
     if !current.is_empty() {
         out.push(current);
     }
-    Ok(out)
+    out
 }

@@ -274,7 +274,7 @@ fn namespace_wide_policy(model: &Model, r: &Rendered) -> bool {
                 Value::Map(m) => m.is_empty(),
                 Value::Seq(s) => s.is_empty(),
                 Value::Null => true,
-                _ => false,
+                Value::Str(..) => false,
             }),
             Value::Null => true,
             _ => false,

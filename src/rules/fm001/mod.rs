@@ -150,7 +150,7 @@ fn describe(
             "would leave {} DependencyNotReady",
             blocked
                 .iter()
-                .map(|b| b.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", ")
         )

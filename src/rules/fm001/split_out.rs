@@ -201,8 +201,7 @@ fn move_instance(
         let region = &src.yaml.text[start..end];
         let body = region
             .strip_prefix("---")
-            .map(|b| b.trim_start_matches(['\r', '\n']))
-            .unwrap_or(region);
+            .map_or(region, |b| b.trim_start_matches(['\r', '\n']));
         instance_text = format!("---{eol}{body}");
         changes.edit(
             &src.path,

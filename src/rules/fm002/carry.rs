@@ -496,7 +496,7 @@ impl CarriedPatch {
         let text = |a: usize, b: usize| {
             edit::resolved_text(yaml, a, b)
                 .replace("\r\n", "\n")
-                .to_string()
+                .clone()
         };
         let path = yaml
             .lookup(item, &["path"])

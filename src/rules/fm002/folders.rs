@@ -482,6 +482,10 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
 }
 
 /// A file name not yet used in the new folder: `name`, or `stem-2.ext`, …
+#[allow(
+    clippy::maybe_infinite_iter,
+    reason = "finitely many names are taken: the sequence reaches a free one"
+)]
 fn free_file_name(name: &str, used: &[String]) -> String {
     if !used.iter().any(|u| u == name) {
         return name.to_string();

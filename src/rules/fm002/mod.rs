@@ -100,7 +100,7 @@ impl Rule for DisposableWorkloadInGatedLayer {
 fn names(layers: &[LayerRef]) -> String {
     layers
         .iter()
-        .map(|l| l.to_string())
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

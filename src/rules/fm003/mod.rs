@@ -103,7 +103,7 @@ fn message(object: &str, site: &Site, frozen: &[LayerRef]) -> String {
             "; {} {} the last revision, and a corrective commit cannot arrive through {object}",
             frozen
                 .iter()
-                .map(|l| l.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
             if frozen.len() == 1 { "keeps" } else { "keep" },
@@ -190,7 +190,7 @@ fn finding(
     let object_text = site
         .object
         .as_ref()
-        .map_or_else(|| "a verify patch".to_string(), |o| o.to_string());
+        .map_or_else(|| "a verify patch".to_string(), ToString::to_string);
     let layer_ref = layer.map_or_else(
         || LayerRef {
             namespace: String::new(),
@@ -246,7 +246,7 @@ fn describe_embedded(
     };
     let line = block.line + inner.line_of(inner.node(site.list).span.start);
     let fix = plan(source.error.is_some(), &source.path, site, |i, s| {
-        replace_list(inner, site.list, i, s).and_then(|e| block.lift(&source.yaml, e))
+        replace_list(inner, site.list, i, s).and_then(|e| block.lift(&source.yaml, &e))
     });
     findings(model, file, line, site, fix)
 }

@@ -104,7 +104,7 @@ fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy)
     let places: Vec<(&HealthCheck, Place)> = layer
         .health_checks
         .iter()
-        .map(|hc| (hc, place(model, layer_id, layer, hc, &unsure)))
+        .map(|hc| (hc, place(model, layer_id, layer, hc, unsure.as_ref())))
         .collect();
     let exprs = if unsure.is_none() {
         unevaluated_exprs(model, layer)
@@ -130,7 +130,7 @@ fn describe(model: &Model, layer_id: LayerId, layer: &Layer, strategy: Strategy)
             ". {} {} on all of them, not only the listed ones",
             blocked
                 .iter()
-                .map(|b| b.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
             if blocked.len() == 1 { "waits" } else { "wait" },

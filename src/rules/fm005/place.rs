@@ -74,7 +74,7 @@ pub(super) fn place(
     layer_id: LayerId,
     layer: &Layer,
     hc: &HealthCheck,
-    unsure: &Option<String>,
+    unsure: Option<&String>,
 ) -> Place {
     if layer.inventory().any(|(_, r)| hc.matches(&r.key)) {
         return Place::Here;

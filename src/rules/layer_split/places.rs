@@ -113,6 +113,10 @@ pub(in crate::rules) fn free_name(
 }
 
 /// The one way a new name is chosen: `base` when it is free, else `base-2`, `base-3`, …
+#[allow(
+    clippy::maybe_infinite_iter,
+    reason = "finitely many names are taken: the sequence reaches a free one"
+)]
 pub(in crate::rules) fn first_free(base: &str, taken: impl Fn(&str) -> bool) -> String {
     std::iter::once(base.to_string())
         .chain((2..).map(|i| format!("{base}-{i}")))

@@ -241,7 +241,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Where a reference of the kustomization in `dir` leads, when it stays in the repository.
-    fn local(&self, dir: &str, r: &Ref) -> Result<String, String> {
+    fn local(dir: &str, r: &Ref) -> Result<String, String> {
         let text = r.text.as_str();
         if let Some(why) = remote(text) {
             return Err(why.into());
@@ -268,7 +268,7 @@ impl<'a> Walk<'a> {
         };
         match r.kind {
             RefKind::Resource | RefKind::Plugin => {
-                let path = self.local(dir, r).map_err(place)?;
+                let path = Self::local(dir, r).map_err(place)?;
                 if self.repo.is_dir(&path) {
                     self.visit(&path, mode)
                 } else if self.repo.is_file(&path) {
@@ -283,33 +283,32 @@ impl<'a> Walk<'a> {
                 }
             }
             RefKind::Component => {
-                let path = self.local(dir, r).map_err(place)?;
+                let path = Self::local(dir, r).map_err(place)?;
                 if !self.repo.is_dir(&path) {
                     return Err(place("is not a directory of the repository".into()));
                 }
                 self.visit(&path, &Mode::Build)
             }
             RefKind::File => {
-                let path = self.local(&loader, r).map_err(place)?;
+                let path = Self::local(&loader, r).map_err(place)?;
                 self.data(&path)
             }
             RefKind::KeyFile => {
                 let (_, source) = file_source(&r.text).map_err(place)?;
-                let path = self
-                    .local(
-                        &loader,
-                        &Ref {
-                            text: source,
-                            ..r.clone()
-                        },
-                    )
-                    .map_err(place)?;
+                let path = Self::local(
+                    &loader,
+                    &Ref {
+                        text: source,
+                        ..r.clone()
+                    },
+                )
+                .map_err(place)?;
                 self.data(&path)
             }
             RefKind::PatchOrPath => {
                 // Checked as a path even when it is an inline patch: kustomize reads it as a
                 // file when its parser disagrees.
-                let path = self.local(&loader, r).map_err(place)?;
+                let path = Self::local(&loader, r).map_err(place)?;
                 if inline_objects(&r.text) {
                     Ok(())
                 } else {
@@ -345,7 +344,7 @@ impl<'a> Walk<'a> {
         };
         // kustomize reads the string as a path when its parser disagrees: it must be safe as
         // one too.
-        self.local(dir, r).map_err(place)?;
+        Self::local(dir, r).map_err(place)?;
         let (yaml, error) = YamlFile::parse(&r.text);
         if let Some(e) = error {
             return Err(place(format!("{e}: it does not parse as YAML")));
