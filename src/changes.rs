@@ -72,3 +72,17 @@ pub fn as_overlay(files: &[FileChange]) -> BTreeMap<String, Option<String>> {
         .map(|f| (f.path.clone(), f.after.clone()))
         .collect()
 }
+
+/// The files an overlay (path → text, or deleted) changes against `repo`: the inverse of
+/// [`as_overlay`], for the several phases of a move applied one after another.
+pub fn from_overlay(repo: &Repo, overlay: BTreeMap<String, Option<String>>) -> Vec<FileChange> {
+    overlay
+        .into_iter()
+        .map(|(path, after)| FileChange {
+            before: original_text(repo, &path),
+            path,
+            after,
+        })
+        .filter(|f| f.before != f.after)
+        .collect()
+}

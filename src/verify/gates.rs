@@ -335,15 +335,7 @@ fn next_phase_fails(
         }
     }
     let tool = tool?;
-    let files: Vec<changes::FileChange> = overlay
-        .into_iter()
-        .map(|(path, after)| changes::FileChange {
-            before: changes::original_text(repo, &path),
-            path,
-            after,
-        })
-        .filter(|f| f.before != f.after)
-        .collect();
+    let files = changes::from_overlay(repo, overlay);
     let allowed = super::Allowed::of(fixes.iter());
     kustomize::check(tool, repo, model, options, &files, &allowed)
         .err()

@@ -81,15 +81,7 @@ pub(super) fn rest_passes_together(
     let Some(tool) = tool else {
         return true;
     };
-    let files: Vec<changes::FileChange> = overlay
-        .into_iter()
-        .map(|(path, after)| changes::FileChange {
-            before: changes::original_text(repo, &path),
-            path,
-            after,
-        })
-        .filter(|f| f.before != f.after)
-        .collect();
+    let files = changes::from_overlay(repo, overlay);
     kustomize::check(
         tool,
         repo,
