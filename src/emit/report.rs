@@ -42,7 +42,7 @@ impl Summary {
             findings: by_severity(findings.iter().map(|f| f.severity)),
             diagnostics: by_severity(diagnostics.iter().map(|d| d.severity)),
             suppressed: suppressed.len(),
-            rootless: crate::rollout::rootless(model),
+            rootless: crate::model::rootless(model),
         }
     }
 }

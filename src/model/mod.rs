@@ -2,6 +2,8 @@
 //! every kustomize directory, every Flux Kustomization (a *layer*) with what it applies, and the
 //! graph of which layer applies, waits on and health-gates which.
 
+pub(crate) mod annotations;
+mod clusters;
 mod distribution;
 mod flux;
 mod generators;
@@ -13,6 +15,8 @@ pub mod patch;
 mod paths;
 mod required;
 
+pub use annotations::{PRUNE_DISABLED, annotations, prune_exempt};
+pub use clusters::{cluster_keys, rootless};
 pub use distribution::{DISTRIBUTION, component_of, distribution_source};
 pub use flux::{
     APPLY_CONTEXT, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck, Layer,

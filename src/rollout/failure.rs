@@ -130,7 +130,7 @@ pub fn masked(layer: &Layer, inventory: &[Rendered], failing: impl Fn(&Rendered)
 
 /// Simulate `targets` failing, cluster by cluster (clusters none of them is in are left out).
 pub fn simulate(model: &Model, targets: &[Target]) -> Vec<ClusterFailure> {
-    super::clusters::cluster_keys(model)
+    crate::model::cluster_keys(model)
         .into_iter()
         .filter_map(|(cluster, root)| cluster_failure(model, cluster, root, targets))
         .collect()

@@ -32,16 +32,12 @@
 //! `clusters` (which cluster a layer belongs to), `annotations` (what an applied object carries,
 //! prune exemptions), `outcome` (the rollout's steps and deletions).
 
-mod annotations;
-mod clusters;
 mod consequence;
 pub mod failure;
 mod outcome;
 mod play;
 mod side;
 
-pub use annotations::{PRUNE_DISABLED, annotations, prune_exempt};
-pub use clusters::{cluster_keys, rootless};
 pub use consequence::restarts_only;
 pub use outcome::{
     ClusterRollout, Consequence, Deletion, LayerChange, LeaveOutcome, Leaving, Rollout, Step,

@@ -8,12 +8,12 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::model::ObjectKey;
 use crate::model::{FLUX_KUSTOMIZE_GROUP, Layer, LayerRef, Model};
 
-use super::clusters::cluster_keys;
 use super::consequence::consequence;
 use super::outcome::{
     ClusterRollout, Consequence, Deletion, LayerChange, LeaveOutcome, Leaving, Rollout, Step,
 };
 use super::side::{Applied, Appliers, Side, compatible, deletes_inventory, ordered_before, side};
+use crate::model::cluster_keys;
 
 /// Play the change from `before` to `after` through Flux's reconcile, cluster by cluster.
 pub fn play(before: &Model, after: &Model) -> Rollout {

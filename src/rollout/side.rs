@@ -9,7 +9,9 @@ use crate::model::ObjectKey;
 use crate::model::{Layer, LayerId, LayerRef, Model};
 use crate::parse::Value;
 
-use super::annotations::{INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations, carries};
+use crate::model::annotations::{
+    INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations, carries,
+};
 
 /// An object as one layer applies it: its identity, the placeholder bindings of the variant it
 /// comes from (objects of different variants never meet on one cluster), and whether it is

@@ -127,7 +127,7 @@ pub fn run_with(model: &Model, only: &[String], strategy: Strategy) -> Vec<Findi
     });
     // The same layer file reached from several clusters (roots) with the same blast radius is
     // one finding naming each cluster (and offering one fix); a different radius stays apart.
-    let names = crate::rollout::cluster_keys(model);
+    let names = crate::model::cluster_keys(model);
     let mut first: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
     let mut out: Vec<Finding> = Vec::with_capacity(drafts.len());
     for draft in drafts {

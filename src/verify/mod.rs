@@ -23,9 +23,10 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::changes::{self, FileChange};
 use crate::load::Repo;
+use crate::model::PRUNE_DISABLED;
 use crate::model::{Model, ModelOptions, ObjectKey};
 use crate::parse::{Value, YamlFile};
-use crate::rollout::{self, Consequence, PRUNE_DISABLED};
+use crate::rollout::{self, Consequence};
 use crate::rules::{self, Dropped, Finding, Fix, Gate, GateFailure, Phase, Remedy};
 
 pub mod context;

@@ -60,7 +60,7 @@ pub(super) fn plan_fix(
              it by hand in each cluster",
             file.path,
             other.id,
-            crate::rollout::cluster_keys(model)
+            crate::model::cluster_keys(model)
                 .get(&other.cluster)
                 .cloned()
                 .unwrap_or_default()

@@ -3,8 +3,8 @@
 
 use crate::edit::{self, Changeset};
 use crate::model::{Layer, Model, ObjectIdx, Rendered};
+use crate::model::{PRUNE_DISABLED, prune_exempt};
 use crate::parse::{NodeId, NodeKind, YamlFile};
-use crate::rollout::{PRUNE_DISABLED, prune_exempt};
 use crate::rules::{Fix, Phase};
 
 /// Annotate objects `kustomize.toolkit.fluxcd.io/prune: disabled` where they are defined: the

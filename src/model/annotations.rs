@@ -1,25 +1,25 @@
 //! What an object carries once applied: its annotations, and whether kustomize-controller's
 //! prune skips it.
 
-use crate::model::Rendered;
-use crate::model::{Layer, Model};
+use super::Rendered;
+use super::{Layer, Model};
 
 /// The annotation that keeps kustomize-controller from pruning an object (the exemption a
 /// phased move adds first).
 pub const PRUNE_DISABLED: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
 /// The other annotation kustomize-controller's prune skips (it also stops the object being
 /// applied).
-pub(super) const RECONCILE_DISABLED: (&str, &str) =
+pub(crate) const RECONCILE_DISABLED: (&str, &str) =
     ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
 /// kustomize-controller neither applies nor prunes an object that carries this.
-pub(super) const SSA_IGNORE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "Ignore");
+pub(crate) const SSA_IGNORE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "Ignore");
 /// What kustomize-controller's prune skips (`deleteObjects`' exclusions).
-pub(super) const PRUNE_EXCLUSIONS: [(&str, &str); 3] =
+pub(crate) const PRUNE_EXCLUSIONS: [(&str, &str); 3] =
     [PRUNE_DISABLED, RECONCILE_DISABLED, SSA_IGNORE];
 
 /// Whether `annotations` hold one of `wanted`, the value compared as fluxcd/pkg's `ssa/utils`
 /// `AnyInMetadata` does (case-insensitively).
-pub(super) fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
+pub(crate) fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)]) -> bool {
     annotations.iter().any(|(k, v)| {
         wanted
             .iter()
@@ -28,7 +28,7 @@ pub(super) fn carries(annotations: &[(String, String)], wanted: &[(&str, &str)])
 }
 
 /// flux-operator does not uninstall a FluxInstance that carries this when it is deleted.
-pub(super) const INSTANCE_RECONCILE_DISABLED: (&str, &str) =
+pub(crate) const INSTANCE_RECONCILE_DISABLED: (&str, &str) =
     ("fluxcd.controlplane.io/reconcile", "disabled");
 
 /// The annotations an object carries once applied: its own, its kustomizations'

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::display_dir;
-use crate::model::{Layer, Model};
+use super::display_dir;
+use super::{Layer, Model};
 
 /// A stable name for each cluster: its root layer and the path it syncs (what tells a fleet's
 /// clusters apart, and stays put when a change moves the file that defines the root).
@@ -26,7 +26,7 @@ pub fn cluster_keys(model: &Model) -> BTreeMap<usize, String> {
 
 /// The live layers no other layer applies, per cluster: a cluster's root, or — when the
 /// repository holds no root — every such layer, in one shared cluster.
-pub(super) fn top_layers<'m>(model: &'m Model) -> BTreeMap<usize, Vec<&'m Layer>> {
+fn top_layers<'m>(model: &'m Model) -> BTreeMap<usize, Vec<&'m Layer>> {
     let mut roots: BTreeMap<usize, Vec<&Layer>> = BTreeMap::new();
     for (_, layer) in model.live_layers() {
         if layer.applied_by.is_none() {
