@@ -1,6 +1,7 @@
 //! A file of the repository opened for reading without following a link on the way, and only
-//! when it is a regular file: `openat` step by step on Unix, each component's metadata checked
-//! first elsewhere.
+//! when it is a regular file: on Linux one `openat2` that refuses every link, on other Unix
+//! systems (and wherever `openat2` is refused) `openat` step by step, each component's metadata
+//! checked first elsewhere.
 
 use std::fs::File;
 use std::io;
@@ -141,7 +142,22 @@ mod unix {
             return Err(OpenError::NotRegular("a directory"));
         };
         let root = c_string(root.as_os_str().as_bytes())?;
-        let mut dir = open_at(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY)
+        #[cfg(target_os = "linux")]
+        if let Some(opened) = resolved::open(&root, components) {
+            return opened;
+        }
+        step_by_step(&root, components, name, dirs)
+    }
+
+    /// Each directory looked at and opened in turn, links refused: the whole rule, and the one
+    /// that names which component is a link.
+    pub(super) fn step_by_step(
+        root: &CString,
+        components: &[&str],
+        name: &str,
+        dirs: &[&str],
+    ) -> Result<(File, u64), OpenError> {
+        let mut dir = open_at(libc::AT_FDCWD, root, libc::O_RDONLY | libc::O_DIRECTORY)
             .map_err(OpenError::Io)?;
         for (i, d) in dirs.iter().enumerate() {
             let c = c_string(d.as_bytes())?;
@@ -184,5 +200,156 @@ mod unix {
             return Err(OpenError::NotRegular(kind_of(meta.file_type())));
         }
         Ok((file, meta.len()))
+    }
+
+    /// Linux 5.6 and later: the whole path resolved in one `openat2` call that refuses every
+    /// link and every way out of the root, where the step-by-step walk costs three calls per
+    /// directory (a fleet reads 100,000 files, and probes two ignore files in each directory).
+    #[cfg(target_os = "linux")]
+    pub(super) mod resolved {
+        use std::ffi::CString;
+        use std::fs::File;
+        use std::io;
+        use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        use super::super::{OpenError, kind_of};
+        use super::{c_string, open_at};
+
+        /// Set once the kernel or a sandbox refuses `openat2`: the step-by-step walk from then on.
+        static REFUSED: AtomicBool = AtomicBool::new(false);
+
+        /// No link anywhere on the path, not even a kernel "magic" one, and nothing above `dir`.
+        const RESOLVE: u64 =
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+
+        fn open_beneath(dir: &OwnedFd, rel: &CString, flags: libc::c_int) -> io::Result<OwnedFd> {
+            // SAFETY: `open_how` is plain data; zero is a valid value for each field.
+            let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+            how.flags = (flags | libc::O_CLOEXEC) as u64;
+            how.resolve = RESOLVE;
+            // SAFETY: a valid descriptor, a NUL-terminated path, and `how` with its own size.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_openat2,
+                    dir.as_raw_fd(),
+                    rel.as_ptr(),
+                    &raw const how,
+                    std::mem::size_of::<libc::open_how>(),
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: a descriptor the call just opened for us.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+        }
+
+        /// The regular file `root/components…` opened, a missing one reported; `None` for
+        /// anything else (a link on the way, a FIFO, a device, a directory, `openat2` refused):
+        /// the step-by-step walk then decides and says which component is at fault.
+        pub(in super::super) fn open(
+            root: &CString,
+            components: &[&str],
+        ) -> Option<Result<(File, u64), OpenError>> {
+            if REFUSED.load(Ordering::Relaxed) {
+                return None;
+            }
+            let rel = c_string(components.join("/").as_bytes()).ok()?;
+            let dir = open_at(libc::AT_FDCWD, root, libc::O_PATH | libc::O_DIRECTORY).ok()?;
+            // First a handle that opens nothing (opening a device has effects): is it a regular file?
+            let handle = match open_beneath(&dir, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
+                Ok(handle) => handle,
+                Err(e) => {
+                    return match e.raw_os_error() {
+                        Some(libc::ENOENT) => Some(Err(OpenError::Io(e))),
+                        Some(libc::ENOSYS | libc::EPERM | libc::E2BIG) => {
+                            REFUSED.store(true, Ordering::Relaxed);
+                            None
+                        }
+                        _ => None,
+                    };
+                }
+            };
+            if !File::from(handle).metadata().ok()?.is_file() {
+                return None;
+            }
+            // Non-blocking, in case something else was swapped in since: then checked again.
+            let fd = open_beneath(
+                &dir,
+                &rel,
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
+            )
+            .ok()?;
+            let file = File::from(fd);
+            Some(match file.metadata() {
+                Ok(meta) if meta.is_file() => Ok((file, meta.len())),
+                Ok(meta) => Err(OpenError::NotRegular(kind_of(meta.file_type()))),
+                Err(e) => Err(OpenError::Io(e)),
+            })
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::ffi::CString;
+
+    use super::OpenError;
+    use super::unix::{resolved, step_by_step};
+
+    /// An outcome as text, to compare two ways of opening.
+    fn outcome(opened: Result<(std::fs::File, u64), OpenError>) -> String {
+        match opened {
+            Ok((_, len)) => format!("regular, {len} bytes"),
+            Err(OpenError::Link(at)) => format!("link at {at}"),
+            Err(OpenError::NotRegular(what)) => format!("not regular: {what}"),
+            Err(OpenError::Io(e)) => format!("io: {e}"),
+        }
+    }
+
+    #[test]
+    fn one_openat2_call_agrees_with_the_step_by_step_walk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "outside").unwrap();
+        std::fs::create_dir_all(tmp.path().join("a/b")).unwrap();
+        std::fs::write(tmp.path().join("a/b/ok.yaml"), "inside").unwrap();
+        std::fs::write(tmp.path().join("a/file"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), tmp.path().join("a/out")).unwrap();
+        std::os::unix::fs::symlink("ok.yaml", tmp.path().join("a/b/near")).unwrap();
+        std::os::unix::fs::symlink("gone", tmp.path().join("a/dangling")).unwrap();
+        let fifo = CString::new(tmp.path().join("a/fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let root = tmp.path().canonicalize().unwrap();
+        let root = CString::new(root.to_str().unwrap()).unwrap();
+        // What the one call answers itself: a regular file and a missing one (the common cases).
+        for (rel, answers) in [
+            ("a/b/ok.yaml", true),
+            ("a/b/none.yaml", true),
+            ("a/none/x.yaml", true),
+            ("a/out/secret", false),
+            ("a/b/near", false),
+            ("a/dangling", false),
+            ("a/dangling/x", false),
+            ("a/fifo", false),
+            ("a/b", false),
+            ("a/file/x", false),
+        ] {
+            let components: Vec<&str> = rel.split('/').collect();
+            let (name, dirs) = components.split_last().unwrap();
+            let walked = outcome(step_by_step(&root, &components, name, dirs));
+            match resolved::open(&root, &components) {
+                Some(opened) => {
+                    assert!(
+                        answers,
+                        "{rel}: answered, though only the walk can name why"
+                    );
+                    assert_eq!(outcome(opened), walked, "{rel}");
+                }
+                None => assert!(!answers, "{rel}: left to the walk ({walked})"),
+            }
+        }
     }
 }
