@@ -18,6 +18,9 @@
 //!   file with a receiver that does nothing: no analysis can be faster than this.
 //! * `check`: `Repo::load` + `Model::build` + `rules::run`, what `fluxmend check` does before it
 //!   prints (the child also reports the three stages separately).
+//! * `empty`: `check` on an empty directory, once per benchmark: the memory any run costs
+//!   whatever the repository (binary, allocator, thread pools). What `check` and `fix` hold beyond
+//!   it is what grows with the repository, reported per YAML byte.
 //! * `fix`: what `fluxmend fix --verify builtin` does without `--write`, through the same entry
 //!   points as the binary: `check` with the suppressions applied, then `verify::gates::plan_with`
 //!   (the whole-move gate re-plans the later phases of every first phase, then every fix is
@@ -231,6 +234,15 @@ struct Row {
 
 fn run(options: &Options) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let empty_dir = options.dir.join("empty");
+    let _ = std::fs::remove_dir_all(&empty_dir);
+    std::fs::create_dir_all(&empty_dir)
+        .map_err(|e| format!("creating {}: {e}", empty_dir.display()))?;
+    let empty = measure(&exe, "check", &empty_dir, options)?;
+    eprintln!(
+        "[empty] check: peak RSS {:.1} MB",
+        empty.max("hwm_kb") * 1024.0 / 1e6
+    );
     let mut rows = Vec::new();
     for &size in &options.sizes {
         let dir = options.dir.join(size.to_string());
@@ -278,7 +290,7 @@ fn run(options: &Options) -> Result<(), String> {
             fix,
         });
     }
-    print_report(&rows, options);
+    print_report(&rows, empty.max("hwm_kb") * 1024.0, options);
     Ok(())
 }
 
@@ -368,8 +380,14 @@ fn ratio(x: f64, bound: bool) -> String {
     }
 }
 
-fn print_report(rows: &[Row], options: &Options) {
+/// The issue-26 targets: `check` and `fix` against the floor, and memory beyond an empty run per
+/// YAML byte.
+const TARGETS: &str = "targets: check ≤ 1.3× and fix ≤ 2× the floor; check and fix peak RSS beyond the empty run ≤ 4× the YAML bytes";
+
+/// `rows`' report; `empty_rss` is the peak RSS of `check` on an empty directory, in bytes.
+fn print_report(rows: &[Row], empty_rss: f64, options: &Options) {
     let mb = |bytes: f64| num(bytes / 1e6, 0);
+    let growth = |rss: f64, bytes: f64| ratio((rss - empty_rss) / bytes, false);
     println!();
     println!(
         "fluxmend bench_fleet — seed {}, up to {} run(s) per phase (median time, max peak RSS), each phase in its own process, timeout {} s",
@@ -379,7 +397,12 @@ fn print_report(rows: &[Row], options: &Options) {
     );
     println!();
     println!(
-        "| files | YAML MB | floor ms | check ms | check/floor | files/s (check) | ms per 1k files (check) | floor RSS MB | check RSS MB | check RSS / YAML bytes |"
+        "{TARGETS}; check on an empty directory peaks at {} MB",
+        num(empty_rss / 1e6, 1)
+    );
+    println!();
+    println!(
+        "| files | YAML MB | floor ms | check ms | check/floor | files/s (check) | ms per 1k files (check) | floor RSS MB | check RSS MB | check RSS beyond empty / YAML bytes |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
@@ -402,7 +425,7 @@ fn print_report(rows: &[Row], options: &Options) {
             num(check / (files / 1e3), 1),
             mb(r.floor.max("hwm_kb") * 1024.0),
             mb(check_rss),
-            ratio(check_rss / bytes, false),
+            growth(check_rss, bytes),
         );
     }
     println!();
@@ -436,7 +459,7 @@ fn print_report(rows: &[Row], options: &Options) {
     );
     println!();
     println!(
-        "| files | fix ms | fix/floor | fix RSS MB | fix RSS / YAML bytes | verify ms | diff + report ms | fixes planned | fixes kept | changed files | diff KB | fix runs |"
+        "| files | fix ms | fix/floor | fix RSS MB | fix RSS beyond empty / YAML bytes | verify ms | diff + report ms | fixes planned | fixes kept | changed files | diff KB | fix runs |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
@@ -450,7 +473,7 @@ fn print_report(rows: &[Row], options: &Options) {
                 r.fix.samples.is_empty()
             ),
             mb(rss),
-            ratio(rss / r.stats.yaml_bytes as f64, false),
+            growth(rss, r.stats.yaml_bytes as f64),
             num(r.fix.median("verify_ms"), 0),
             num(r.fix.median("diff_ms"), 1),
             r.fix.first("fixes"),
