@@ -69,8 +69,9 @@ pub struct Model<'r> {
     /// Objects of each file in document order.
     /// Where each file's objects start in `objects` (see [`Model::objects_in`]).
     file_objects: Vec<u32>,
-    /// kustomize directories by directory path.
-    pub kustomize_dirs: HashMap<String, KustomizeDir>,
+    /// kustomize directories by directory path. Boxed: most of a fleet's directories have
+    /// none, and the table's empty slots then cost a pointer each, not a whole record.
+    pub kustomize_dirs: HashMap<String, Box<KustomizeDir>>,
     pub layers: Vec<Layer>,
     /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
     dependents_of: Vec<Vec<LayerId>>,
@@ -141,6 +142,9 @@ impl<'r> Model<'r> {
                 }
             }
         }
+        // The objects are complete: what the vector grew by and never filled would last as
+        // long as the model (and a verification re-models the repository for every fix).
+        model.objects.shrink_to_fit();
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
         if model.layers.is_empty() {
