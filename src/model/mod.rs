@@ -85,7 +85,7 @@ pub struct Model<'r> {
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
     /// The model's own diagnostics, those about files no live layer reads already notes.
     pub diagnostics: Vec<Diagnostic>,
-    live_files: Option<live::LiveFiles>,
+    live_files: Option<live::LiveFiles<'r>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
