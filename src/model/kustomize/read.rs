@@ -134,6 +134,8 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
     };
     let mut resources = refs("resources", diagnostics);
     resources.extend(refs("bases", diagnostics));
+    // Kept as long as the model: without the room the list grew into.
+    resources.shrink_to_fit();
     let components = refs("components", diagnostics);
     Some(KustomizeDir {
         dir: dir.to_string(),
