@@ -147,6 +147,9 @@ impl<'r> Model<'r> {
         model.objects.shrink_to_fit();
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
+        // A layer is a large record (its spec, variants and inventories' headers): the room the
+        // vector grew into would outlast the walk.
+        model.layers.shrink_to_fit();
         if model.layers.is_empty() {
             // Nothing Flux-shaped: an empty or plain-manifest tree, a repository another one's
             // Flux applies (a tenant's apps), or the wrong PATH. The repository need not change,
