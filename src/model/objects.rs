@@ -283,8 +283,5 @@ fn objects_of(file: &SourceFile) -> (Vec<Found<'_>>, Vec<Diagnostic>) {
             });
         }
     }
-    // Built on a worker thread and dropped on the main one: without the room the vector grew
-    // into (four objects where most files have one), which the allocator would keep.
-    found.shrink_to_fit();
     (found, diagnostics)
 }
