@@ -178,7 +178,7 @@ impl Repo {
                         error => Loaded::Parsed(Arc::new(SourceFile {
                             path: rel,
                             yaml,
-                            error,
+                            error: error.map(Box::new),
                         })),
                     }
                 }

@@ -13,8 +13,8 @@ pub struct SourceFile {
     pub path: String,
     pub yaml: YamlFile,
     /// Set when the file did not parse to its end; its later documents are unknown and no fix
-    /// may touch the file.
-    pub error: Option<ParseError>,
+    /// may touch the file. Boxed: few files have one, and a fleet keeps a record per file.
+    pub error: Option<Box<ParseError>>,
 }
 
 /// The directory part of a relative path (`""` for a top-level entry).

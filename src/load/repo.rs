@@ -86,7 +86,7 @@ impl Repo {
                 sources.push(Arc::new(SourceFile {
                     path: path.clone(),
                     yaml,
-                    error,
+                    error: error.map(Box::new),
                 }));
                 let mut dir = parent_of(path);
                 while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {

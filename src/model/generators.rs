@@ -15,7 +15,7 @@ use super::{Name, Object, ObjectKey, join};
 pub(super) struct Generated {
     pub object: Object,
     /// `-<hash>` appended after every name transformer, or `None` when hashing is disabled.
-    pub hash_suffix: Option<String>,
+    pub hash_suffix: Option<Name>,
 }
 
 /// The objects the generators of the kustomization in `dir` create.
@@ -99,7 +99,7 @@ pub(super) fn generate(
                         go_json_string(&secret_type)
                     )
                 };
-                format!("-{}", kustomize_hash(&encoded))
+                Name::from(format!("-{}", kustomize_hash(&encoded)))
             });
             out.push(Generated {
                 object: Object {

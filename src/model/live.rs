@@ -8,7 +8,9 @@
 //! of a directory the build reaches, and a file a reached kustomization names (resources,
 //! components, patches, replacements, transformers, generators).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::ops::Bound;
 
 use rustc_hash::FxHashSet as HashSet;
 
@@ -16,7 +18,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
-use crate::load::parent_of;
+use crate::load::{Repo, parent_of};
 
 /// Whether `path` is strictly below the directory `dir` (`""`: the repository root).
 fn is_below(path: &str, dir: &str) -> bool {
@@ -27,7 +29,7 @@ fn is_below(path: &str, dir: &str) -> bool {
 }
 
 /// The directories of `sorted` strictly below `dir` (all of them below the root).
-fn below<'a>(sorted: &'a BTreeSet<String>, dir: &str) -> impl Iterator<Item = &'a String> {
+fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a str> {
     let (from, to) = if dir.is_empty() {
         (String::new(), None)
     } else {
@@ -35,25 +37,27 @@ fn below<'a>(sorted: &'a BTreeSet<String>, dir: &str) -> impl Iterator<Item = &'
         (format!("{dir}/"), Some(format!("{dir}0")))
     };
     sorted
-        .range(from..)
-        .take_while(move |d| to.as_ref().is_none_or(|t| *d < t))
+        .range::<str, _>((Bound::Included(from.as_str()), Bound::Unbounded))
+        .take_while(move |d| to.as_deref().is_none_or(|t| **d < t))
+        .copied()
 }
 
 /// The paths (relative to the repository root) live layers read, and the directories whose
-/// every file they read.
+/// every file they read. A path the repository holds is borrowed from it: a fleet's live layers
+/// read most of its files.
 #[derive(Debug)]
-pub(super) struct LiveFiles {
-    files: HashSet<String>,
+pub(super) struct LiveFiles<'r> {
+    files: HashSet<Cow<'r, str>>,
     /// Directories Flux generates a kustomization for: it reads every file below them, down to
     /// the directories with a kustomization file of their own.
     generated_dirs: HashSet<String>,
     /// Directories with a kustomization file. Flux's generator lists such a directory as a
     /// resource and does not descend into it: kustomize reads only what its kustomization names.
-    kustomize_dirs: HashSet<String>,
+    kustomize_dirs: HashSet<&'r str>,
 }
 
-impl LiveFiles {
-    pub(super) fn of(model: &Model) -> LiveFiles {
+impl<'r> LiveFiles<'r> {
+    pub(super) fn of(model: &Model<'r>) -> LiveFiles<'r> {
         let repo = model.repo;
         let mut live = LiveFiles {
             files: HashSet::default(),
@@ -63,37 +67,36 @@ impl LiveFiles {
                 .iter()
                 .map(|f| f.path.as_str())
                 .filter(|p| KUSTOMIZATION_FILE_NAMES.contains(&p.rsplit('/').next().unwrap_or(p)))
-                .map(|p| parent_of(p).to_string())
+                .map(parent_of)
                 .collect(),
         };
         // Sorted, so that the directories below one are a range: a fleet has thousands of
         // generated layer paths and tens of thousands of kustomization directories.
-        let sorted_kustomize_dirs: BTreeSet<String> = live.kustomize_dirs.iter().cloned().collect();
+        let sorted_kustomize_dirs: BTreeSet<&str> = live.kustomize_dirs.iter().copied().collect();
         for (f, file) in repo.files.iter().enumerate() {
             if !model.users_of_file(f).is_empty() {
-                live.files.insert(file.path.clone());
+                live.files.insert(Cow::Borrowed(&file.path));
             }
         }
         let mut seen_dirs: HashSet<String> = HashSet::default();
         for (_, layer) in model.live_layers() {
             for obj in layer.object.iter().chain(&layer.created_by_instance) {
                 live.files
-                    .insert(repo.file(model.object(*obj).file).path.clone());
+                    .insert(Cow::Borrowed(&repo.file(model.object(*obj).file).path));
             }
             for variant in &layer.variants {
                 if variant.generated {
                     live.generated_dirs.insert(variant.dir.clone());
                     // The directories the generator lists as resources: the topmost ones below
                     // with a kustomization file.
-                    let nested: Vec<String> = below(&sorted_kustomize_dirs, &variant.dir)
+                    let nested: Vec<&str> = below(&sorted_kustomize_dirs, &variant.dir)
                         .filter(|k| {
                             live.nearest_stop(parent_of(k), &variant.dir) == Some(&variant.dir)
                                 && is_below(k, &variant.dir)
                         })
-                        .cloned()
                         .collect();
                     for dir in nested {
-                        live.reach_dir(model, &dir, &mut seen_dirs);
+                        live.reach_dir(model, dir, &mut seen_dirs);
                     }
                 } else {
                     live.reach_dir(model, &variant.dir, &mut seen_dirs);
@@ -104,13 +107,13 @@ impl LiveFiles {
     }
 
     /// Mark what kustomize reads from `dir`'s kustomization, recursively.
-    fn reach_dir(&mut self, model: &Model, dir: &str, seen: &mut HashSet<String>) {
+    fn reach_dir(&mut self, model: &Model<'r>, dir: &str, seen: &mut HashSet<String>) {
         if !seen.insert(dir.to_string()) {
             return;
         }
         for name in KUSTOMIZATION_FILE_NAMES {
             if let Some(path) = join(dir, name).filter(|p| model.repo.is_file(p)) {
-                self.files.insert(path);
+                self.insert(model.repo, path);
             }
         }
         let Some(k) = model.kustomize_dirs.get(dir) else {
@@ -118,17 +121,24 @@ impl LiveFiles {
         };
         for r in k.resources.iter().chain(&k.components) {
             match &r.target {
-                RefTarget::File(path) => {
-                    self.files.insert(path.clone());
-                }
+                RefTarget::File(path) => self.insert(model.repo, path.clone()),
                 RefTarget::Dir(sub) => self.reach_dir(model, sub, seen),
                 _ => {}
             }
         }
         // Files named elsewhere in the kustomization: a patch or a transformer configuration
         // that does not parse fails the build as surely as a resource.
-        self.files
-            .extend(k.named_files(model, dir, NAMED_FILE_FIELDS));
+        for path in k.named_files(model, dir, NAMED_FILE_FIELDS) {
+            self.insert(model.repo, path);
+        }
+    }
+
+    /// Note `path` as read, borrowed from the repository when it holds a YAML file there.
+    fn insert(&mut self, repo: &'r Repo, path: String) {
+        self.files.insert(match repo.file_id(&path) {
+            Some(id) => Cow::Borrowed(&repo.file(id).path),
+            None => Cow::Owned(path),
+        });
     }
 
     /// Whether a live layer reads the file at `path`.

@@ -69,8 +69,9 @@ pub struct Model<'r> {
     /// Objects of each file in document order.
     /// Where each file's objects start in `objects` (see [`Model::objects_in`]).
     file_objects: Vec<u32>,
-    /// kustomize directories by directory path.
-    pub kustomize_dirs: HashMap<String, KustomizeDir>,
+    /// kustomize directories by directory path. Boxed: most of a fleet's directories have
+    /// none, and the table's empty slots then cost a pointer each, not a whole record.
+    pub kustomize_dirs: HashMap<String, Box<KustomizeDir>>,
     pub layers: Vec<Layer>,
     /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
     dependents_of: Vec<Vec<LayerId>>,
@@ -84,7 +85,7 @@ pub struct Model<'r> {
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
     /// The model's own diagnostics, those about files no live layer reads already notes.
     pub diagnostics: Vec<Diagnostic>,
-    live_files: Option<live::LiveFiles>,
+    live_files: Option<live::LiveFiles<'r>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
@@ -141,8 +142,14 @@ impl<'r> Model<'r> {
                 }
             }
         }
+        // The objects are complete: what the vector grew by and never filled would last as
+        // long as the model (and a verification re-models the repository for every fix).
+        model.objects.shrink_to_fit();
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
+        // A layer is a large record (its spec, variants and inventories' headers): the room the
+        // vector grew into would outlast the walk.
+        model.layers.shrink_to_fit();
         if model.layers.is_empty() {
             // Nothing Flux-shaped: an empty or plain-manifest tree, a repository another one's
             // Flux applies (a tenant's apps), or the wrong PATH. The repository need not change,

@@ -95,8 +95,7 @@ impl YamlFile {
             entries: scratch.entries.as_slice().into(),
             items: scratch.items.as_slice().into(),
             dashes: scratch.dashes.as_slice().into(),
-            values: std::mem::take(&mut scratch.values).into_boxed_slice(),
-            tags: std::mem::take(&mut scratch.tags).into_boxed_slice(),
+            strings: std::mem::take(&mut scratch.strings).into_boxed_slice(),
             line_index: scratch
                 .line_starts
                 .iter()
@@ -211,8 +210,8 @@ struct Scratch {
     entries: Vec<(NodeId, NodeId)>,
     items: Vec<NodeId>,
     dashes: Vec<(NodeId, u32)>,
-    values: Vec<(NodeId, Box<str>)>,
-    tags: Vec<(NodeId, Box<str>)>,
+    /// Stored values and tags, as [`YamlFile`] keeps them.
+    strings: Vec<(NodeId, Box<str>)>,
     line_starts: Vec<u32>,
     stack: Vec<Frame>,
     /// Children of the open collections, innermost last; a collection's are moved to its arena
@@ -236,8 +235,7 @@ impl Scratch {
         self.entries.clear();
         self.items.clear();
         self.dashes.clear();
-        self.values.clear();
-        self.tags.clear();
+        self.strings.clear();
         self.line_starts.clear();
         self.stack.clear();
         self.children.clear();
@@ -419,10 +417,10 @@ impl Builder<'_> {
         }
         let id = self.add(SCALAR, payload, span, dash, anchor);
         if stored {
-            self.scratch.values.push((id, value.into_boxed_str()));
+            self.scratch.strings.push((id, value.into_boxed_str()));
         }
         if let Some(tag) = tag {
-            self.scratch.tags.push((id, tag.into_boxed_str()));
+            self.scratch.strings.push((id, tag.into_boxed_str()));
         }
         self.attach(id);
     }

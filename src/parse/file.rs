@@ -34,9 +34,9 @@ pub struct YamlFile {
     pub(super) items: Box<[NodeId]>,
     /// The dash byte of each block-sequence item, by node id (ascending).
     pub(super) dashes: Box<[(NodeId, u32)]>,
-    /// Scalar values that differ from their text, and tags, by node id (ascending): both rare.
-    pub(super) values: Box<[(NodeId, Box<str>)]>,
-    pub(super) tags: Box<[(NodeId, Box<str>)]>,
+    /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
+    /// value before its tag): both rare, so one table, not two, in every file's record.
+    pub(super) strings: Box<[(NodeId, Box<str>)]>,
     /// The start of every [`LINE_BLOCK`]-th line.
     pub(super) line_index: Box<[u32]>,
 }
@@ -88,9 +88,9 @@ impl YamlFile {
         let payload = packed.data & PAYLOAD;
         let kind = match packed.data >> KIND_SHIFT {
             SCALAR => NodeKind::Scalar {
-                value: (payload & HAS_VALUE != 0).then(|| side(&self.values, id)),
+                value: (payload & HAS_VALUE != 0).then(|| self.stored_value(id)),
                 style: SCALAR_STYLES[(payload & 0b111) as usize],
-                tag: (payload & HAS_TAG != 0).then(|| side(&self.tags, id)),
+                tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
             },
             MAPPING => {
                 let (len, flow) = self.entries[payload as usize];
@@ -300,11 +300,20 @@ impl YamlFile {
     }
 }
 
-/// The stored side value of node `id` (present: its flag said so).
-pub(super) fn side(table: &[(NodeId, Box<str>)], id: NodeId) -> &str {
-    table
-        .binary_search_by_key(&id, |(n, _)| *n)
-        .map_or("", |i| &table[i].1)
+impl YamlFile {
+    /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
+    fn stored_value(&self, id: NodeId) -> &str {
+        let i = self.strings.partition_point(|(n, _)| *n < id);
+        self.strings.get(i).map_or("", |(_, s)| s)
+    }
+
+    /// The tag of node `id` (present: its flag said so): the last string of `id`.
+    fn stored_tag(&self, id: NodeId) -> &str {
+        let i = self.strings.partition_point(|(n, _)| *n <= id);
+        i.checked_sub(1)
+            .and_then(|i| self.strings.get(i))
+            .map_or("", |(_, s)| s)
+    }
 }
 
 /// The dash byte of block-sequence item `id` (present: its flag said so).

@@ -460,7 +460,7 @@ fn layer_patches(model: &Model) -> Vec<Draft> {
 fn kustomization_patches(model: &Model) -> Vec<Draft> {
     let mut findings = Vec::new();
     let mut renderer = Renderer::new(model);
-    let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().collect();
+    let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().map(Box::as_ref).collect();
     dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
     for k in dirs {
         let users = model.users_of_file(k.file);

@@ -99,7 +99,14 @@ pub(in crate::load) fn expand(
         .into_iter()
         .map(|(path, text, origin)| {
             let (yaml, error) = YamlFile::parse(&text);
-            (SourceFile { path, yaml, error }, origin)
+            (
+                SourceFile {
+                    path,
+                    yaml,
+                    error: error.map(Box::new),
+                },
+                origin,
+            )
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::FileId;
-use crate::model::{Model, ObjectIdx, join};
+use crate::model::{Model, Name, ObjectIdx, join};
 use crate::parse::NodeId;
 
 use super::transformers::Transformers;
@@ -47,7 +47,7 @@ pub struct KustomizeDir {
     pub name_prefix: String,
     pub name_suffix: String,
     /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
-    pub generated: Vec<(ObjectIdx, Option<String>)>,
+    pub generated: Vec<(ObjectIdx, Option<Name>)>,
     /// What its `transformers:` and `replacements:` do to identities.
     pub transformers: Transformers,
 }

@@ -15,15 +15,18 @@ use super::transformers;
 pub(in crate::model) fn parse_dirs(
     model: &Model,
     diagnostics: &mut Vec<Diagnostic>,
-) -> HashMap<String, KustomizeDir> {
+) -> HashMap<String, Box<KustomizeDir>> {
     // Directories are independent: read their kustomization files in parallel, keep the order.
-    let parsed: Vec<(Option<KustomizeDir>, Vec<Diagnostic>)> = model
+    let parsed: Vec<(Option<Box<KustomizeDir>>, Vec<Diagnostic>)> = model
         .repo
         .dirs
         .par_iter()
         .map(|dir| {
             let mut diagnostics = Vec::new();
-            (parse_dir(model, dir, &mut diagnostics), diagnostics)
+            (
+                parse_dir(model, dir, &mut diagnostics).map(Box::new),
+                diagnostics,
+            )
         })
         .collect();
     let mut dirs = HashMap::default();
@@ -131,6 +134,8 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
     };
     let mut resources = refs("resources", diagnostics);
     resources.extend(refs("bases", diagnostics));
+    // Kept as long as the model: without the room the list grew into.
+    resources.shrink_to_fit();
     let components = refs("components", diagnostics);
     Some(KustomizeDir {
         dir: dir.to_string(),

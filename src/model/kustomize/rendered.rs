@@ -14,8 +14,9 @@ pub struct Rendered {
     pub key: ObjectKey,
     pub chain: Vec<FileId>,
     /// A generated ConfigMap/Secret's `-<hash>`: it stays last in the name whatever prefix or
-    /// suffix an outer kustomization adds.
-    pub hash_suffix: Option<String>,
+    /// suffix an outer kustomization adds. Shared with the generator's entry: a fleet renders
+    /// an object once per kustomization level.
+    pub hash_suffix: Option<Name>,
 }
 
 /// Identity transformers applied on top of a set of rendered objects.
