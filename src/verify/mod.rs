@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::changes::{self, FileChange};
 use crate::load::Repo;
@@ -184,6 +184,84 @@ fn rendered_multiset(
     out
 }
 
+/// The render gate's comparison: every object rendered before is rendered after, as often and
+/// with the same content; `Err` names the first that is not (in the multisets' order).
+fn render_gate(
+    model: &Model,
+    after: &Model,
+    touched: &HashSet<(usize, String)>,
+    changed: &HashSet<&str>,
+    allowed: &Allowed,
+) -> Result<(), GateFailure> {
+    if same_rendered(model, after, touched, changed, allowed) {
+        return Ok(());
+    }
+    let before_set = rendered_multiset(model, touched, changed, allowed, false);
+    let after_set = rendered_multiset(after, touched, changed, allowed, true);
+    if before_set == after_set {
+        return Ok(());
+    }
+    let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
+    let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
+    let describe = |e: Option<(&(usize, String, Content), &usize)>| {
+        e.map_or("nothing".to_string(), |((_, key, _), n)| {
+            format!("{key} ×{n}")
+        })
+    };
+    Err(Gate::Render.fails(format!(
+        "the objects rendered would change (before: {}; after: {})",
+        describe(missing),
+        describe(extra)
+    )))
+}
+
+/// Whether [`rendered_multiset`] is the same before and after, decided without writing a key:
+/// the same count per (cluster, object key, content), with the object key itself rather than its
+/// text and a file's path borrowed. Two keys with the same text can differ (the text leaves out
+/// the `apiVersion`), so equal counts here imply equal multisets there, never the reverse: a
+/// `false` is only a reason to compare the multisets themselves.
+fn same_rendered(
+    model: &Model,
+    after: &Model,
+    skip_layer_objects: &HashSet<(usize, String)>,
+    changed: &HashSet<&str>,
+    allowed: &Allowed,
+) -> bool {
+    let skipped: HashSet<(usize, &str)> = skip_layer_objects
+        .iter()
+        .map(|(cluster, name)| (*cluster, name.as_str()))
+        .collect();
+    let mut counts: HashMap<(usize, &ObjectKey, ContentRef), i64> = HashMap::default();
+    for (m, after, step) in [(model, false, 1), (after, true, -1)] {
+        for (_, layer) in m.live_layers() {
+            for (_, r) in layer.inventory() {
+                let is_flux_layer =
+                    r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
+                if is_flux_layer && skipped.contains(&(layer.cluster, &*r.key.name)) {
+                    continue;
+                }
+                let obj = m.object(r.object);
+                let file = m.repo.file(obj.file);
+                let content = if changed.contains(file.path.as_str()) {
+                    let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
+                    ContentRef::Data(allowed.content(&r.key, value, after))
+                } else {
+                    ContentRef::Untouched(file.path.as_str(), obj.doc)
+                };
+                *counts.entry((layer.cluster, &r.key, content)).or_insert(0) += step;
+            }
+        }
+    }
+    counts.values().all(|&n| n == 0)
+}
+
+/// [`Content`], the path borrowed.
+#[derive(PartialEq, Eq, Hash)]
+enum ContentRef<'a> {
+    Untouched(&'a str, usize),
+    Data(Value),
+}
+
 /// An object's content without the `prune: disabled` annotation a protecting phase adds (and
 /// without `annotations` when that was its only entry): what must equal the content before.
 pub fn without_protection(value: Value) -> Value {
@@ -324,22 +402,7 @@ fn check(
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let fixes = || findings.iter().filter_map(|f| f.fix());
     let allowed = Allowed::of(fixes());
-    let before_set = rendered_multiset(model, &touched, &changed, &allowed, false);
-    let after_set = rendered_multiset(after, &touched, &changed, &allowed, true);
-    if before_set != after_set {
-        let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
-        let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-        let describe = |e: Option<(&(usize, String, Content), &usize)>| {
-            e.map_or("nothing".to_string(), |((_, key, _), n)| {
-                format!("{key} ×{n}")
-            })
-        };
-        return Err(Gate::Render.fails(format!(
-            "the objects rendered would change (before: {}; after: {})",
-            describe(missing),
-            describe(extra)
-        )));
-    }
+    render_gate(model, after, &touched, &changed, &allowed)?;
     // An error is new when its file reports it more often than before, wherever the edit moved
     // its line.
     if let Some((file, message)) = first_new_error(&model.diagnostics, &after.diagnostics) {
