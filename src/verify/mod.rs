@@ -512,9 +512,12 @@ fn transition_gate(
         Base::WorkTree => (model, HashSet::default()),
         Base::Revision {
             model: deployed, ..
-        } => (deployed, deletion_keys(&rollout::play(deployed, model))),
+        } => (
+            deployed,
+            deletion_keys(&rollout::deletions(deployed, model)),
+        ),
     };
-    let rollout = rollout::play(deployed, after);
+    let rollout = rollout::deletions(deployed, after);
     let mut notes = Vec::new();
     let mut refused = Vec::new();
     for cluster in &rollout.clusters {
@@ -551,7 +554,7 @@ fn transition_gate(
             .filter_map(|f| f.phase.as_ref())
             .find(|p| p.phase > 1)
     {
-        let from_work_tree = deletion_keys(&rollout::play(model, after));
+        let from_work_tree = deletion_keys(&rollout::deletions(model, after));
         if refused.iter().all(|(k, _, _)| !from_work_tree.contains(k)) {
             return Err(not_deployed(phase, name, deletion));
         }
