@@ -1,8 +1,12 @@
 //! What an object carries once applied: its annotations, and whether kustomize-controller's
 //! prune skips it.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::Rendered;
 use super::{Layer, Model};
+use crate::load::FileId;
+use crate::parse::NodeId;
 
 /// The annotation that keeps kustomize-controller from pruning an object (the exemption a
 /// phased move adds first).
@@ -36,8 +40,18 @@ pub(crate) const INSTANCE_RECONCILE_DISABLED: (&str, &str) =
 /// sets on every object it applies). Patches that add annotations are not modelled, which only
 /// makes an object look less protected than it is.
 pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut read = |file: usize, node: Option<crate::parse::NodeId>| {
+    annotations_with(model, layer, r, &mut HashMap::default())
+}
+
+/// [`annotations`], each kustomization's `commonAnnotations` read once into `common` (by its
+/// file): the objects of one layer share the kustomizations on their way.
+pub fn annotations_with(
+    model: &Model,
+    layer: &Layer,
+    r: &Rendered,
+    common: &mut HashMap<FileId, Vec<(String, String)>>,
+) -> Vec<(String, String)> {
+    let read = |out: &mut Vec<(String, String)>, file: FileId, node: Option<NodeId>| {
         let yaml = &model.repo.file(file).yaml;
         if let Some(map) = node {
             for &(k, v) in yaml.entries(map) {
@@ -47,22 +61,29 @@ pub fn annotations(model: &Model, layer: &Layer, r: &Rendered) -> Vec<(String, S
             }
         }
     };
+    let mut out = Vec::new();
     let obj = model.object(r.object);
     let yaml = &model.repo.file(obj.file).yaml;
     read(
+        &mut out,
         obj.file,
         yaml.lookup(obj.root, &["metadata", "annotations"]),
     );
     for &k in &r.chain {
-        let kyaml = &model.repo.file(k).yaml;
-        let node = kyaml
-            .docs
-            .first()
-            .and_then(|d| kyaml.lookup(d.root, &["commonAnnotations"]));
-        read(k, node);
+        let of_k = common.entry(k).or_insert_with(|| {
+            let kyaml = &model.repo.file(k).yaml;
+            let node = kyaml
+                .docs
+                .first()
+                .and_then(|d| kyaml.lookup(d.root, &["commonAnnotations"]));
+            let mut read_k = Vec::new();
+            read(&mut read_k, k, node);
+            read_k
+        });
+        out.extend(of_k.iter().cloned());
     }
     if let Some(lo) = layer.object.map(|o| model.object(o)) {
-        read(lo.file, layer.spec.common_annotations);
+        read(&mut out, lo.file, layer.spec.common_annotations);
     }
     out
 }

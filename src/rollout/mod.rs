@@ -42,4 +42,4 @@ pub use consequence::restarts_only;
 pub use outcome::{
     ClusterRollout, Consequence, Deletion, LayerChange, LeaveOutcome, Leaving, Rollout, Step,
 };
-pub use play::play;
+pub use play::{deletions, play};

@@ -17,6 +17,25 @@ use crate::model::cluster_keys;
 
 /// Play the change from `before` to `after` through Flux's reconcile, cluster by cluster.
 pub fn play(before: &Model, after: &Model) -> Rollout {
+    play_with(before, after, Detail::Steps)
+}
+
+/// The deletions [`play`] finds, each cluster's steps left empty: all the transition gate asks.
+/// A deletion never reads a step (which layers change, what each takes over), so they are
+/// [`play`]'s deletions, in its order.
+pub fn deletions(before: &Model, after: &Model) -> Rollout {
+    play_with(before, after, Detail::DeletionsOnly)
+}
+
+/// What a play records besides the deletions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// Each layer's step: its change, what it takes over, what leaves it.
+    Steps,
+    DeletionsOnly,
+}
+
+fn play_with(before: &Model, after: &Model, detail: Detail) -> Rollout {
     let before_keys = cluster_keys(before);
     let after_keys = cluster_keys(after);
     let mut names: BTreeMap<&String, (Option<usize>, Option<usize>)> = BTreeMap::new();
@@ -28,16 +47,19 @@ pub fn play(before: &Model, after: &Model) -> Rollout {
     }
     let clusters = names
         .into_iter()
-        .map(|(root, (b, a))| play_cluster(root, &side(before, b), &side(after, a), a.or(b)))
+        .map(|(root, (b, a))| {
+            play_cluster(root, &side(before, b), &side(after, a), a.or(b), detail)
+        })
         .collect();
     Rollout { clusters }
 }
 
-pub(super) fn play_cluster(
+fn play_cluster(
     root: &str,
     before: &Side,
     after: &Side,
     cluster: Option<usize>,
+    detail: Detail,
 ) -> ClusterRollout {
     let cluster = cluster.unwrap_or(0);
     let ids: BTreeSet<LayerRef> = before
@@ -50,8 +72,14 @@ pub(super) fn play_cluster(
         ids.iter().map(|id| (id, before.inventory(id))).collect();
     let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
         ids.iter().map(|id| (id, after.inventory(id))).collect();
-    // Which layers apply each object, before and after: what the steps ask of every object.
-    let (applied_before, applied_after) = (index(&inv_before), index(&inv_after));
+    // Which layers apply each object, before and after: what the steps ask of every object (a
+    // deletion asks only after).
+    let applied_before = if detail == Detail::Steps {
+        index(&inv_before)
+    } else {
+        Appliers::default()
+    };
+    let applied_after = index(&inv_after);
     // The layers applying `x` (in a variant it can meet), as one side says.
     let appliers = |side: &Appliers, x: &Applied| -> Vec<LayerRef> {
         side.get(&(x.key.clone(), x.scope.clone()))
@@ -68,14 +96,6 @@ pub(super) fn play_cluster(
     let mut deletions = Vec::new();
     for id in &order {
         let (b, a) = (before.layer(id), after.layer(id));
-        let change = match (b, a) {
-            (None, Some(_)) => LayerChange::Added,
-            (Some(_), None) => LayerChange::Removed,
-            _ if same_layer(before, after, id, &inv_before[id], &inv_after[id]) => {
-                LayerChange::Unchanged
-            }
-            _ => LayerChange::Changed,
-        };
         // The prune that deletes what left this layer's inventory: its own (the old or the new
         // spec may be the one in force when the revision arrives), or, for a removed layer, its
         // deletion policy run when the parent prunes its Kustomization object. Which layers are
@@ -103,16 +123,6 @@ pub(super) fn play_cluster(
             }
             _ => (false, Box::new(BTreeSet::new)),
         };
-        let mut takes_over = Vec::new();
-        let mut seen: HashSet<&ObjectKey> = HashSet::default();
-        for x in &inv_after[id] {
-            let before_by = appliers(&applied_before, x);
-            let elsewhere = before_by.iter().any(|l| l != id);
-            let here = before_by.iter().any(|l| l == id);
-            if elsewhere && !here && seen.insert(&x.key) {
-                takes_over.push(x.key.clone());
-            }
-        }
         let mut leaves: Vec<Leaving> = Vec::new();
         let mut left: HashSet<&ObjectKey> = HashSet::default();
         let mut first_before: Option<BTreeSet<LayerRef>> = None;
@@ -150,6 +160,27 @@ pub(super) fn play_cluster(
                 object: x.key.clone(),
                 outcome,
             });
+        }
+        if detail == Detail::DeletionsOnly {
+            continue;
+        }
+        let change = match (b, a) {
+            (None, Some(_)) => LayerChange::Added,
+            (Some(_), None) => LayerChange::Removed,
+            _ if same_layer(before, after, id, &inv_before[id], &inv_after[id]) => {
+                LayerChange::Unchanged
+            }
+            _ => LayerChange::Changed,
+        };
+        let mut takes_over = Vec::new();
+        let mut seen: HashSet<&ObjectKey> = HashSet::default();
+        for x in &inv_after[id] {
+            let before_by = appliers(&applied_before, x);
+            let elsewhere = before_by.iter().any(|l| l != id);
+            let here = before_by.iter().any(|l| l == id);
+            if elsewhere && !here && seen.insert(&x.key) {
+                takes_over.push(x.key.clone());
+            }
         }
         steps.push(Step {
             layer: id.clone(),

@@ -10,7 +10,7 @@ use crate::model::{Layer, LayerId, LayerRef, Model};
 use crate::parse::Value;
 
 use crate::model::annotations::{
-    INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations, carries,
+    INSTANCE_RECONCILE_DISABLED, PRUNE_EXCLUSIONS, annotations_with, carries,
 };
 
 /// An object as one layer applies it: its identity, the placeholder bindings of the variant it
@@ -61,24 +61,22 @@ impl<'m> Side<'m, '_> {
         let post_build = Some(layer.spec.applies_with("postBuild"))
             .filter(|v| !matches!(v, Value::Null))
             .cloned();
-        layer
-            .variants
-            .iter()
-            .flat_map(|v| {
-                v.inventory.iter().map(|r| {
-                    let annotations = annotations(self.model, layer, r);
-                    Applied {
-                        key: r.key.clone(),
-                        bindings: v.bindings.clone(),
-                        exempt: carries(&annotations, &PRUNE_EXCLUSIONS),
-                        instance_disabled: carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]),
-                        is_instance: self.model.is_flux_instance(r.object),
-                        scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
-                        remote: layer.remote,
-                    }
-                })
-            })
-            .collect()
+        // The kustomizations' commonAnnotations, read once for the layer's objects.
+        let mut common = HashMap::default();
+        let mut out = Vec::new();
+        for (v, r) in layer.inventory() {
+            let annotations = annotations_with(self.model, layer, r, &mut common);
+            out.push(Applied {
+                key: r.key.clone(),
+                bindings: v.bindings.clone(),
+                exempt: carries(&annotations, &PRUNE_EXCLUSIONS),
+                instance_disabled: carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]),
+                is_instance: self.model.is_flux_instance(r.object),
+                scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
+                remote: layer.remote,
+            });
+        }
+        out
     }
 
     pub(super) fn layer(&self, id: &LayerRef) -> Option<&'m Layer> {

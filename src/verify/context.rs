@@ -7,6 +7,9 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
+
 use crate::model::Model;
 use crate::parse::Value;
 use crate::rules::{Gate, GateFailure};
@@ -51,9 +54,86 @@ fn show(v: &Value) -> String {
     }
 }
 
+/// An object as [`contexts`] keys it, its text `kind/namespace/name` unwritten: (cluster, kind,
+/// namespace, name).
+type Place<'m> = (usize, &'m str, Option<&'m str>, &'m str);
+
+/// The contexts an object is applied in, as indexes into the contexts both sides share.
+#[derive(Default)]
+struct Seen {
+    first: u32,
+    more: Vec<u32>,
+}
+
+impl Seen {
+    fn add(&mut self, id: u32) {
+        if self.first != id && !self.more.contains(&id) {
+            self.more.push(id);
+        }
+    }
+
+    fn same(&self, other: &Seen) -> bool {
+        self.more.len() == other.more.len()
+            && (self.first == other.first || other.more.contains(&self.first))
+            && self
+                .more
+                .iter()
+                .all(|id| *id == other.first || other.more.contains(id))
+    }
+}
+
+/// Per object, the contexts it is applied in on each side, told apart by equality (as the
+/// maps of [`contexts`] tell them apart); `None` when an object's kind, namespace or name holds
+/// a `/`. Without one, the text `kind/namespace/name` (or `kind/name`) names exactly one
+/// (kind, namespace, name), so these keys group the objects as [`contexts`] does.
+fn places<'m>(
+    model: &'m Model,
+    shared: &mut HashMap<&'m Context, u32>,
+) -> Option<HashMap<Place<'m>, Seen>> {
+    let mut out: HashMap<Place<'m>, Seen> = HashMap::default();
+    for (_, layer) in model.live_layers() {
+        let next = shared.len() as u32;
+        let id = *shared.entry(&layer.spec.apply_context).or_insert(next);
+        for (_, r) in layer.inventory() {
+            let k = &r.key;
+            let namespace = k.namespace.as_deref();
+            if k.kind.contains('/')
+                || k.name.contains('/')
+                || namespace.is_some_and(|n| n.contains('/'))
+            {
+                return None;
+            }
+            match out.entry((layer.cluster, &*k.kind, namespace, &*k.name)) {
+                Entry::Occupied(mut seen) => seen.get_mut().add(id),
+                Entry::Vacant(place) => {
+                    place.insert(Seen {
+                        first: id,
+                        more: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Whether every object applied both before and after is applied in the same contexts: what
+/// [`check`] asks, without writing the keys and the layers it names on failure.
+fn same_contexts(before: &Model, after: &Model) -> bool {
+    let mut shared = HashMap::default();
+    let (Some(was), Some(now)) = (places(before, &mut shared), places(after, &mut shared)) else {
+        return false;
+    };
+    was.iter()
+        .all(|(place, seen)| now.get(place).is_none_or(|other| seen.same(other)))
+}
+
 /// `Err` names the first object (present before and after) applied in another context after the
 /// change: the setting, its value before and after, and the layers.
 pub fn check(before: &Model, after: &Model) -> Result<(), GateFailure> {
+    if same_contexts(before, after) {
+        return Ok(());
+    }
     let after_contexts = contexts(after);
     for (key, was) in contexts(before) {
         let Some(now) = after_contexts.get(&key) else {

@@ -28,7 +28,7 @@ use crate::rules::{self, Finding, Remedy};
 pub use crate::rules::{Gate, GateFailure};
 
 use super::kustomize::{self, Tool};
-use super::{Base, Plan, Verifier, combine, drop_fix};
+use super::{Base, Plan, Remodelled, Verifier, combine, drop_fix};
 use super::{moves, yaml};
 
 /// Which gates `fix` runs.
@@ -180,8 +180,22 @@ pub fn plan_with(
                 .is_some_and(|p| p.phase < p.phases)
         })
         .collect();
-    let together =
-        firsts.len() > 1 && moves::rest_passes_together(repo, model, options, &firsts, tool);
+    // Their first phases applied together are modelled once: the builtin gates check that same
+    // change again when every fix of the run is a first phase (see `Remodelled`).
+    let first_files = (firsts.len() > 1)
+        .then(|| moves::first_phases(repo, &firsts))
+        .flatten();
+    let first_repo = first_files
+        .as_ref()
+        .map(|files| repo.with_changes(&changes::as_overlay(files)));
+    let first_model = first_repo.as_ref().map(|r| Model::build(r, options));
+    let first = first_files
+        .as_ref()
+        .zip(first_model.as_ref())
+        .map(|(files, m)| Remodelled::new(files, m, Remodelled::rules_of(firsts.iter().copied())));
+    let together = first.as_ref().is_some_and(|first| {
+        moves::rest_passes_together(repo, model, options, &firsts, first, tool)
+    });
     if !together {
         let refused: Vec<Option<GateFailure>> = findings
             .par_iter()
@@ -194,7 +208,7 @@ pub fn plan_with(
         }
     }
     // Builtin gates (render, convergence, transition), combined then one by one.
-    let mut plan = super::plan(repo, model, base, options, findings);
+    let mut plan = super::plan_knowing(repo, model, base, options, findings, first.as_ref());
     // YAML gate on the combination (edits of different fixes in one file).
     let combined = combine(&mut plan.findings);
     if let Err(e) = yaml::check_changes(repo, &combined) {

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::changes::{self, FileChange};
 use crate::load::Repo;
@@ -184,6 +184,84 @@ fn rendered_multiset(
     out
 }
 
+/// The render gate's comparison: every object rendered before is rendered after, as often and
+/// with the same content; `Err` names the first that is not (in the multisets' order).
+fn render_gate(
+    model: &Model,
+    after: &Model,
+    touched: &HashSet<(usize, String)>,
+    changed: &HashSet<&str>,
+    allowed: &Allowed,
+) -> Result<(), GateFailure> {
+    if same_rendered(model, after, touched, changed, allowed) {
+        return Ok(());
+    }
+    let before_set = rendered_multiset(model, touched, changed, allowed, false);
+    let after_set = rendered_multiset(after, touched, changed, allowed, true);
+    if before_set == after_set {
+        return Ok(());
+    }
+    let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
+    let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
+    let describe = |e: Option<(&(usize, String, Content), &usize)>| {
+        e.map_or("nothing".to_string(), |((_, key, _), n)| {
+            format!("{key} ×{n}")
+        })
+    };
+    Err(Gate::Render.fails(format!(
+        "the objects rendered would change (before: {}; after: {})",
+        describe(missing),
+        describe(extra)
+    )))
+}
+
+/// Whether [`rendered_multiset`] is the same before and after, decided without writing a key:
+/// the same count per (cluster, object key, content), with the object key itself rather than its
+/// text and a file's path borrowed. Two keys with the same text can differ (the text leaves out
+/// the `apiVersion`), so equal counts here imply equal multisets there, never the reverse: a
+/// `false` is only a reason to compare the multisets themselves.
+fn same_rendered(
+    model: &Model,
+    after: &Model,
+    skip_layer_objects: &HashSet<(usize, String)>,
+    changed: &HashSet<&str>,
+    allowed: &Allowed,
+) -> bool {
+    let skipped: HashSet<(usize, &str)> = skip_layer_objects
+        .iter()
+        .map(|(cluster, name)| (*cluster, name.as_str()))
+        .collect();
+    let mut counts: HashMap<(usize, &ObjectKey, ContentRef), i64> = HashMap::default();
+    for (m, after, step) in [(model, false, 1), (after, true, -1)] {
+        for (_, layer) in m.live_layers() {
+            for (_, r) in layer.inventory() {
+                let is_flux_layer =
+                    r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
+                if is_flux_layer && skipped.contains(&(layer.cluster, &*r.key.name)) {
+                    continue;
+                }
+                let obj = m.object(r.object);
+                let file = m.repo.file(obj.file);
+                let content = if changed.contains(file.path.as_str()) {
+                    let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
+                    ContentRef::Data(allowed.content(&r.key, value, after))
+                } else {
+                    ContentRef::Untouched(file.path.as_str(), obj.doc)
+                };
+                *counts.entry((layer.cluster, &r.key, content)).or_insert(0) += step;
+            }
+        }
+    }
+    counts.values().all(|&n| n == 0)
+}
+
+/// [`Content`], the path borrowed.
+#[derive(PartialEq, Eq, Hash)]
+enum ContentRef<'a> {
+    Untouched(&'a str, usize),
+    Data(Value),
+}
+
 /// An object's content without the `prune: disabled` annotation a protecting phase adds (and
 /// without `annotations` when that was its only entry): what must equal the content before.
 pub fn without_protection(value: Value) -> Value {
@@ -239,8 +317,52 @@ fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(us
     out
 }
 
+/// A change already re-modelled by an earlier gate: the whole-move gate models the first phases
+/// of every move applied together, which is, when every fix of the run is such a phase, exactly
+/// the change the builtin gates then check combined. [`Model::build`] is a function of the
+/// repository and the options alone, so the model of the same base repository with the same
+/// overlay is the same model, and the rules run on it find the same findings: [`check`] takes
+/// them from here instead of computing them twice.
+pub(crate) struct Remodelled<'a> {
+    /// The files changed, as [`Repo::with_changes`] applies them to the base repository.
+    overlay: BTreeMap<String, Option<String>>,
+    /// The model of the base repository with `overlay` applied.
+    pub model: &'a Model<'a>,
+    /// The rule ids run on `model` (sorted, each once) and what they found.
+    rules: Vec<String>,
+    pub found: Vec<Finding>,
+}
+
+impl<'a> Remodelled<'a> {
+    /// `model` (of the base repository with `files` applied) with what `rules` find on it.
+    pub fn new(files: &[FileChange], model: &'a Model<'a>, rules: Vec<String>) -> Remodelled<'a> {
+        let rules = rule_set(rules);
+        let found = rules::run(model, &rules);
+        Remodelled {
+            overlay: changes::as_overlay(files),
+            model,
+            rules,
+            found,
+        }
+    }
+
+    /// The rule ids as [`Remodelled`] keeps them: which rules run is all that `rules::run`
+    /// reads of them, not their order or repetition.
+    pub fn rules_of<'f>(findings: impl Iterator<Item = &'f Finding>) -> Vec<String> {
+        rule_set(findings.map(|f| f.rule.to_string()).collect())
+    }
+}
+
+/// Rule ids sorted, each once.
+fn rule_set(mut rules: Vec<String>) -> Vec<String> {
+    rules.sort();
+    rules.dedup();
+    rules
+}
+
 /// Check one changeset meant to fix `findings`; `Err` says which gate failed and why, `Ok` what
-/// the rollout does that the fixes accept.
+/// the rollout does that the fixes accept. `known`: a change modelled already, used when it is
+/// this one.
 fn check(
     repo: &Repo,
     model: &Model,
@@ -248,6 +370,7 @@ fn check(
     options: &ModelOptions,
     files: &[FileChange],
     findings: &[&Finding],
+    known: Option<&Remodelled>,
 ) -> Result<Vec<String>, GateFailure> {
     // YAML gate: every changed file parses completely.
     for f in files {
@@ -262,29 +385,24 @@ fn check(
         }
     }
     // Render gate: the same objects, with the same content, before and after.
-    let after_repo = repo.with_changes(&changes::as_overlay(files));
-    let after = Model::build(&after_repo, options);
-    let touched = touched_layers(model, &after, files);
+    let overlay = changes::as_overlay(files);
+    let known = known.filter(|k| k.overlay == overlay);
+    let after_repo;
+    let built;
+    let after: &Model = match known {
+        Some(k) => k.model,
+        None => {
+            after_repo = repo.with_changes(&overlay);
+            built = Model::build(&after_repo, options);
+            &built
+        }
+    };
+    let touched = touched_layers(model, after, files);
     let touched: HashSet<(usize, String)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let fixes = || findings.iter().filter_map(|f| f.fix());
     let allowed = Allowed::of(fixes());
-    let before_set = rendered_multiset(model, &touched, &changed, &allowed, false);
-    let after_set = rendered_multiset(&after, &touched, &changed, &allowed, true);
-    if before_set != after_set {
-        let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
-        let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-        let describe = |e: Option<(&(usize, String, Content), &usize)>| {
-            e.map_or("nothing".to_string(), |((_, key, _), n)| {
-                format!("{key} ×{n}")
-            })
-        };
-        return Err(Gate::Render.fails(format!(
-            "the objects rendered would change (before: {}; after: {})",
-            describe(missing),
-            describe(extra)
-        )));
-    }
+    render_gate(model, after, &touched, &changed, &allowed)?;
     // An error is new when its file reports it more often than before, wherever the edit moved
     // its line.
     if let Some((file, message)) = first_new_error(&model.diagnostics, &after.diagnostics) {
@@ -294,14 +412,19 @@ fn check(
     }
     // Apply-context gate: every object is applied as before (cluster, identity, substitution,
     // decryption, prune/force/deletion policy, suspension, health expressions).
-    context::check(model, &after)?;
+    context::check(model, after)?;
     // Convergence: the rules no longer report these findings (same rule, layer, object and place
     // file: in a fleet, other clusters have findings with the same names).
-    let mut rerun: Vec<&str> = findings.iter().map(|f| f.rule).collect();
-    rerun.dedup();
     if !findings.is_empty() {
-        let rerun: Vec<String> = rerun.iter().map(ToString::to_string).collect();
-        let again = rules::run(&after, &rerun);
+        let rerun = Remodelled::rules_of(findings.iter().copied());
+        let again_run;
+        let again: &[Finding] = match known.filter(|k| k.rules == rerun) {
+            Some(k) => &k.found,
+            None => {
+                again_run = rules::run(after, &rerun);
+                &again_run
+            }
+        };
         // Where a rule reports several findings at one place (FM004: one per patch of an
         // instance), a fix converges when the place keeps no more findings than the fixes here
         // leave: read from the rules' findings before the change, only when needed.
@@ -313,7 +436,7 @@ fn check(
                 .filter(|g| same_place(f, g) && g.fix().is_some())
                 .count();
             let before = before.get_or_insert_with(|| rules::run(model, &rerun));
-            at(&again) + fixed <= at(before)
+            at(again) + fixed <= at(before)
         };
         for f in findings {
             let still = again.iter().find(|g| same_place(f, g));
@@ -347,7 +470,7 @@ fn check(
             }
         }
     }
-    transition_gate(base, model, &after, &fixes().collect::<Vec<_>>())
+    transition_gate(base, model, after, &fixes().collect::<Vec<_>>())
 }
 
 /// Whether `g`, found after a change, is the finding `f`: same rule, layer, object and place
@@ -389,9 +512,12 @@ fn transition_gate(
         Base::WorkTree => (model, HashSet::default()),
         Base::Revision {
             model: deployed, ..
-        } => (deployed, deletion_keys(&rollout::play(deployed, model))),
+        } => (
+            deployed,
+            deletion_keys(&rollout::deletions(deployed, model)),
+        ),
     };
-    let rollout = rollout::play(deployed, after);
+    let rollout = rollout::deletions(deployed, after);
     let mut notes = Vec::new();
     let mut refused = Vec::new();
     for cluster in &rollout.clusters {
@@ -428,7 +554,7 @@ fn transition_gate(
             .filter_map(|f| f.phase.as_ref())
             .find(|p| p.phase > 1)
     {
-        let from_work_tree = deletion_keys(&rollout::play(model, after));
+        let from_work_tree = deletion_keys(&rollout::deletions(model, after));
         if refused.iter().all(|(k, _, _)| !from_work_tree.contains(k)) {
             return Err(not_deployed(phase, name, deletion));
         }
@@ -467,7 +593,20 @@ pub fn plan(
     model: &Model,
     base: Base,
     options: &ModelOptions,
+    findings: Vec<Finding>,
+) -> Plan {
+    plan_knowing(repo, model, base, options, findings, None)
+}
+
+/// [`plan`], with a change an earlier gate modelled already (`known`), used by each check of
+/// that same change.
+pub(crate) fn plan_knowing(
+    repo: &Repo,
+    model: &Model,
+    base: Base,
+    options: &ModelOptions,
     mut findings: Vec<Finding>,
+    known: Option<&Remodelled>,
 ) -> Plan {
     let verified = |findings, files, rollout_notes| Plan {
         findings,
@@ -484,7 +623,7 @@ pub fn plan(
     let first = if files.is_empty() {
         Ok(Vec::new())
     } else {
-        check(repo, model, base, options, &files, &fixed)
+        check(repo, model, base, options, &files, &fixed, known)
     };
     if let Ok(rollout_notes) = first {
         return verified(findings, files, rollout_notes);
@@ -493,7 +632,7 @@ pub fn plan(
         let Some(fix) = finding.fix() else { continue };
         let verdict = changes::contents(repo, &fix.changes)
             .map_err(|e| Gate::Writable.refuses(e.to_string()))
-            .and_then(|files| check(repo, model, base, options, &files, &[finding]));
+            .and_then(|files| check(repo, model, base, options, &files, &[finding], known));
         if let Err(failure) = verdict {
             drop_fix(finding, failure, false);
         }
@@ -504,7 +643,7 @@ pub fn plan(
     let verdict = if files.is_empty() {
         Ok(Vec::new())
     } else {
-        check(repo, model, base, options, &files, &fixed)
+        check(repo, model, base, options, &files, &fixed, known)
     };
     match verdict {
         Ok(rollout_notes) => verified(findings, files, rollout_notes),
