@@ -109,9 +109,10 @@ pub enum Base<'a> {
 /// What stands for an object's content when comparing before and after: an object of a file
 /// the change does not touch is the same document on both sides, so its place is enough; an
 /// object of a changed (or new) file is compared as data.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Content {
-    Untouched(String, usize),
+/// `P`: the file's path, owned where a failure names it, borrowed where counts decide.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Content<P> {
+    Untouched(P, usize),
     Data(Value),
 }
 
@@ -151,22 +152,22 @@ impl Allowed {
     }
 }
 
-/// Every object the live layers apply, per cluster, with its content: what must not change.
-fn rendered_multiset(
-    model: &Model,
-    skip_layer_objects: &HashSet<(usize, String)>,
+/// Every object the live layers apply, per cluster, with its content (its file's path
+/// borrowed), handed to `each`: what must not change. The Flux Kustomizations named in
+/// `skip_layer_objects` are left out (their specs are what a move edits).
+fn each_rendered<'m>(
+    model: &'m Model,
+    skip_layer_objects: &HashSet<(usize, &str)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
     after: bool,
-) -> BTreeMap<(usize, String, Content), usize> {
-    let mut out = BTreeMap::new();
+    mut each: impl FnMut(usize, &'m ObjectKey, Content<&'m str>),
+) {
     for (_, layer) in model.live_layers() {
         for (_, r) in layer.inventory() {
             let is_flux_layer =
                 r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-            if is_flux_layer
-                && skip_layer_objects.contains(&(layer.cluster, r.key.name.to_string()))
-            {
+            if is_flux_layer && skip_layer_objects.contains(&(layer.cluster, &*r.key.name)) {
                 continue;
             }
             let obj = model.object(r.object);
@@ -175,12 +176,39 @@ fn rendered_multiset(
                 let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
                 Content::Data(allowed.content(&r.key, value, after))
             } else {
-                Content::Untouched(file.path.clone(), obj.doc)
+                Content::Untouched(file.path.as_str(), obj.doc)
             };
-            *out.entry((layer.cluster, r.key.to_string(), content))
-                .or_insert(0) += 1;
+            each(layer.cluster, &r.key, content);
         }
     }
+}
+
+/// An object rendered in a cluster, named by its text, with its content.
+type Rendered = (usize, String, Content<String>);
+
+/// [`each_rendered`] as a multiset keyed by the object's text, to name a difference.
+fn rendered_multiset(
+    model: &Model,
+    skip_layer_objects: &HashSet<(usize, &str)>,
+    changed: &HashSet<&str>,
+    allowed: &Allowed,
+    after: bool,
+) -> BTreeMap<Rendered, usize> {
+    let mut out = BTreeMap::new();
+    each_rendered(
+        model,
+        skip_layer_objects,
+        changed,
+        allowed,
+        after,
+        |cluster, key, content| {
+            let content = match content {
+                Content::Untouched(path, doc) => Content::Untouched(path.to_string(), doc),
+                Content::Data(value) => Content::Data(value),
+            };
+            *out.entry((cluster, key.to_string(), content)).or_insert(0) += 1;
+        },
+    );
     out
 }
 
@@ -193,17 +221,21 @@ fn render_gate(
     changed: &HashSet<&str>,
     allowed: &Allowed,
 ) -> Result<(), GateFailure> {
-    if same_rendered(model, after, touched, changed, allowed) {
+    let skipped: HashSet<(usize, &str)> = touched
+        .iter()
+        .map(|(cluster, name)| (*cluster, name.as_str()))
+        .collect();
+    if same_rendered(model, after, &skipped, changed, allowed) {
         return Ok(());
     }
-    let before_set = rendered_multiset(model, touched, changed, allowed, false);
-    let after_set = rendered_multiset(after, touched, changed, allowed, true);
+    let before_set = rendered_multiset(model, &skipped, changed, allowed, false);
+    let after_set = rendered_multiset(after, &skipped, changed, allowed, true);
     if before_set == after_set {
         return Ok(());
     }
     let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
     let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-    let describe = |e: Option<(&(usize, String, Content), &usize)>| {
+    let describe = |e: Option<(&Rendered, &usize)>| {
         e.map_or("nothing".to_string(), |((_, key, _), n)| {
             format!("{key} ×{n}")
         })
@@ -217,49 +249,30 @@ fn render_gate(
 
 /// Whether [`rendered_multiset`] is the same before and after, decided without writing a key:
 /// the same count per (cluster, object key, content), with the object key itself rather than its
-/// text and a file's path borrowed. Two keys with the same text can differ (the text leaves out
-/// the `apiVersion`), so equal counts here imply equal multisets there, never the reverse: a
-/// `false` is only a reason to compare the multisets themselves.
+/// text. Two keys with the same text can differ (the text leaves out the `apiVersion`), so equal
+/// counts here imply equal multisets there, never the reverse: a `false` is only a reason to
+/// compare the multisets themselves.
 fn same_rendered(
     model: &Model,
     after: &Model,
-    skip_layer_objects: &HashSet<(usize, String)>,
+    skip_layer_objects: &HashSet<(usize, &str)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
 ) -> bool {
-    let skipped: HashSet<(usize, &str)> = skip_layer_objects
-        .iter()
-        .map(|(cluster, name)| (*cluster, name.as_str()))
-        .collect();
-    let mut counts: HashMap<(usize, &ObjectKey, ContentRef), i64> = HashMap::default();
-    for (m, after, step) in [(model, false, 1), (after, true, -1)] {
-        for (_, layer) in m.live_layers() {
-            for (_, r) in layer.inventory() {
-                let is_flux_layer =
-                    r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-                if is_flux_layer && skipped.contains(&(layer.cluster, &*r.key.name)) {
-                    continue;
-                }
-                let obj = m.object(r.object);
-                let file = m.repo.file(obj.file);
-                let content = if changed.contains(file.path.as_str()) {
-                    let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
-                    ContentRef::Data(allowed.content(&r.key, value, after))
-                } else {
-                    ContentRef::Untouched(file.path.as_str(), obj.doc)
-                };
-                *counts.entry((layer.cluster, &r.key, content)).or_insert(0) += step;
-            }
-        }
+    let mut counts: HashMap<(usize, &ObjectKey, Content<&str>), i64> = HashMap::default();
+    for (m, is_after, step) in [(model, false, 1), (after, true, -1)] {
+        each_rendered(
+            m,
+            skip_layer_objects,
+            changed,
+            allowed,
+            is_after,
+            |cluster, key, content| {
+                *counts.entry((cluster, key, content)).or_insert(0) += step;
+            },
+        );
     }
     counts.values().all(|&n| n == 0)
-}
-
-/// [`Content`], the path borrowed.
-#[derive(PartialEq, Eq, Hash)]
-enum ContentRef<'a> {
-    Untouched(&'a str, usize),
-    Data(Value),
 }
 
 /// An object's content without the `prune: disabled` annotation a protecting phase adds (and
