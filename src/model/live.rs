@@ -36,6 +36,7 @@ fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a 
         // `0` is the character after `/`: the range holds exactly the paths under `dir/`.
         (format!("{dir}/"), Some(format!("{dir}0")))
     };
+    // A pair of bounds, not `from..`: a set of `&str` ranges over `str` only through them.
     sorted
         .range::<str, _>((Bound::Included(from.as_str()), Bound::Unbounded))
         .take_while(move |d| to.as_deref().is_none_or(|t| **d < t))
