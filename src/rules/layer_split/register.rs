@@ -85,7 +85,8 @@ pub(in crate::rules) fn register(
         .flat_map(|k| {
             k.resources
                 .iter()
-                .filter(|r| r.target == RefTarget::File(file.path.clone()))
+                // Compared in place: a fleet has a resource entry per file and a fix per layer.
+                .filter(|r| matches!(&r.target, RefTarget::File(p) if *p == file.path))
                 .map(move |r| (k.file, r.item, r.text.as_str()))
         })
         .collect();
