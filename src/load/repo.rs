@@ -223,13 +223,8 @@ impl Repo {
 mod tests {
     use super::*;
 
-    use std::path::Path;
+    use crate::load::write_test_file as write;
 
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
     /// `file_id` searches `files` by path: every file is found at its index, in a loaded
     /// repository and in one with changes, whatever the order of `-`, `.` and `/` in the paths.
     #[test]

@@ -183,11 +183,8 @@ fn rel_string(rel: &Path) -> String {
 mod tests {
     use super::*;
 
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    use crate::load::write_test_file as write;
+
     #[test]
     fn flux_default_ignores_apply_until_a_sourceignore_exists() {
         let tmp = tempfile::tempdir().unwrap();
