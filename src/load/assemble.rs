@@ -141,18 +141,11 @@ impl Repo {
                             .at(e.line, e.column),
                         );
                     }
-                    repo.dir_files
-                        .entry(parent_of(&file.path).to_string())
-                        .or_default()
-                        .push(repo.files.len());
-                    repo.files.push(file);
+                    repo.push_file(file);
                 }
             }
         }
-        repo.expand_resourcesets();
-        repo.index_dirs();
-        repo.debug_assert_sorted();
-        repo
+        repo.finish()
     }
 
     /// Read one YAML-named file and parse it, or say why it is skipped.

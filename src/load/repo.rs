@@ -96,20 +96,30 @@ impl Repo {
         }
         sources.sort_by(|a, b| a.path.cmp(&b.path));
         for source in sources {
-            repo.dir_files
-                .entry(parent_of(&source.path).to_string())
-                .or_default()
-                .push(repo.files.len());
-            repo.files.push(source);
+            repo.push_file(source);
         }
-        repo.expand_resourcesets();
-        repo.index_dirs();
-        repo.debug_assert_sorted();
-        repo
+        repo.finish()
+    }
+
+    /// Add a parsed file (in path order), indexed by its folder.
+    pub(super) fn push_file(&mut self, file: Arc<SourceFile>) {
+        self.dir_files
+            .entry(parent_of(&file.path).to_string())
+            .or_default()
+            .push(self.files.len());
+        self.files.push(file);
+    }
+
+    /// The repository once every file is in: its ResourceSets expanded, its folders indexed.
+    pub(super) fn finish(mut self) -> Repo {
+        self.expand_resourcesets();
+        self.index_dirs();
+        self.debug_assert_sorted();
+        self
     }
 
     /// Replace the generated files with those of the repository's ResourceSets as they are now.
-    pub(super) fn expand_resourcesets(&mut self) {
+    fn expand_resourcesets(&mut self) {
         self.files.retain(|f| !self.generated.contains_key(&f.path));
         self.generated.clear();
         for (file, origin) in resourceset::expand(&self.files, &mut self.diagnostics) {
@@ -146,14 +156,14 @@ impl Repo {
     }
 
     /// `file_id` is a binary search: `files` must be sorted by path, each path once.
-    pub(super) fn debug_assert_sorted(&self) {
+    fn debug_assert_sorted(&self) {
         debug_assert!(
             self.files.windows(2).all(|w| w[0].path < w[1].path),
             "Repo::files must be sorted by path"
         );
     }
 
-    pub(super) fn index_dirs(&mut self) {
+    fn index_dirs(&mut self) {
         for dir in &self.dirs {
             if !dir.is_empty() {
                 self.dir_children
