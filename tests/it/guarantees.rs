@@ -472,3 +472,20 @@ fn created_files_and_directories_take_their_directorys_owner() {
         );
     }
 }
+
+/// Parallel work keeps its order (ARCHITECTURE.md): on every fixture, `fix`'s JSON (findings,
+/// fixes, gates' verdicts, the diff) is the same on one thread as on several.
+#[test]
+fn output_is_the_same_whatever_the_thread_count() {
+    let mut compared = 0;
+    for tree in common::fixture_trees(false) {
+        let root = tree.root.to_str().unwrap();
+        let args = ["fix", "--verify", "builtin", "--format", "json", root];
+        let one = fluxmend_env(&args, &[("RAYON_NUM_THREADS", "1")]);
+        let many = fluxmend_env(&args, &[("RAYON_NUM_THREADS", "4")]);
+        assert!(one.0 == 0 || one.0 == 1, "{}: {}", tree.label(), one.2);
+        assert_eq!(one, many, "{}", tree.label());
+        compared += usize::from(one.1.contains("\"rule\""));
+    }
+    assert!(compared > 20, "only {compared} fixtures have findings");
+}
