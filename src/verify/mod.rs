@@ -19,13 +19,12 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::changes::{self, FileChange};
 use crate::load::Repo;
-use crate::model::PRUNE_DISABLED;
 use crate::model::{Model, ModelOptions, ObjectKey};
-use crate::parse::{Value, YamlFile};
+use crate::parse::YamlFile;
 use crate::rollout::{self, Consequence};
 use crate::rules::{self, Dropped, Finding, Fix, Gate, GateFailure, Phase, Remedy};
 
@@ -33,7 +32,11 @@ pub mod context;
 pub mod gates;
 pub mod kustomize;
 mod moves;
+mod render;
 pub mod yaml;
+
+use render::render_gate;
+pub use render::{Allowed, without_protection};
 
 /// The verified result of `fix`: the findings (fixes kept or dropped) and the combined change.
 #[derive(Debug)]
@@ -104,204 +107,6 @@ pub enum Base<'a> {
         name: &'a str,
         model: &'a Model<'a>,
     },
-}
-
-/// What stands for an object's content when comparing before and after: an object of a file
-/// the change does not touch is the same document on both sides, so its place is enough; an
-/// object of a changed (or new) file is compared as data.
-/// `P`: the file's path, owned where a failure names it, borrowed where counts decide.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Content<P> {
-    Untouched(P, usize),
-    Data(Value),
-}
-
-/// The content changes the fixes of a change intend, which the comparing gates accept: the
-/// `prune: disabled` annotation on the objects a phase protects, and the canonical forms of
-/// fixes whose purpose is a change of content.
-#[derive(Debug, Default)]
-pub struct Allowed {
-    pub protects: Vec<ObjectKey>,
-    pub normalise: Vec<crate::rules::Normalise>,
-}
-
-impl Allowed {
-    /// What the given fixes intend.
-    pub fn of<'a>(fixes: impl Iterator<Item = &'a crate::rules::Fix>) -> Allowed {
-        let mut allowed = Allowed::default();
-        for fix in fixes {
-            allowed.protects.extend(fix.protects.iter().cloned());
-            if let Some(n) = fix.normalise
-                && !allowed.normalise.contains(&n)
-            {
-                allowed.normalise.push(n);
-            }
-        }
-        allowed
-    }
-
-    /// An object's content as the comparison sees it: on the side after the change without
-    /// its protection (when protected), and on both sides in the fixes' canonical forms.
-    pub fn content(&self, key: &ObjectKey, value: Value, after: bool) -> Value {
-        let value = if after && self.protects.contains(key) {
-            without_protection(value)
-        } else {
-            value
-        };
-        self.normalise.iter().fold(value, |v, n| n(v))
-    }
-}
-
-/// Every object the live layers apply, per cluster, with its content (its file's path
-/// borrowed), handed to `each`: what must not change. The Flux Kustomizations named in
-/// `skip_layer_objects` are left out (their specs are what a move edits).
-fn each_rendered<'m>(
-    model: &'m Model,
-    skip_layer_objects: &HashSet<(usize, &str)>,
-    changed: &HashSet<&str>,
-    allowed: &Allowed,
-    after: bool,
-    mut each: impl FnMut(usize, &'m ObjectKey, Content<&'m str>),
-) {
-    for (_, layer) in model.live_layers() {
-        for (_, r) in layer.inventory() {
-            let is_flux_layer =
-                r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
-            if is_flux_layer && skip_layer_objects.contains(&(layer.cluster, &*r.key.name)) {
-                continue;
-            }
-            let obj = model.object(r.object);
-            let file = model.repo.file(obj.file);
-            let content = if changed.contains(file.path.as_str()) {
-                let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
-                Content::Data(allowed.content(&r.key, value, after))
-            } else {
-                Content::Untouched(file.path.as_str(), obj.doc)
-            };
-            each(layer.cluster, &r.key, content);
-        }
-    }
-}
-
-/// An object rendered in a cluster, named by its text, with its content.
-type Rendered = (usize, String, Content<String>);
-
-/// [`each_rendered`] as a multiset keyed by the object's text, to name a difference.
-fn rendered_multiset(
-    model: &Model,
-    skip_layer_objects: &HashSet<(usize, &str)>,
-    changed: &HashSet<&str>,
-    allowed: &Allowed,
-    after: bool,
-) -> BTreeMap<Rendered, usize> {
-    let mut out = BTreeMap::new();
-    each_rendered(
-        model,
-        skip_layer_objects,
-        changed,
-        allowed,
-        after,
-        |cluster, key, content| {
-            let content = match content {
-                Content::Untouched(path, doc) => Content::Untouched(path.to_string(), doc),
-                Content::Data(value) => Content::Data(value),
-            };
-            *out.entry((cluster, key.to_string(), content)).or_insert(0) += 1;
-        },
-    );
-    out
-}
-
-/// The render gate's comparison: every object rendered before is rendered after, as often and
-/// with the same content; `Err` names the first that is not (in the multisets' order).
-fn render_gate(
-    model: &Model,
-    after: &Model,
-    touched: &HashSet<(usize, String)>,
-    changed: &HashSet<&str>,
-    allowed: &Allowed,
-) -> Result<(), GateFailure> {
-    let skipped: HashSet<(usize, &str)> = touched
-        .iter()
-        .map(|(cluster, name)| (*cluster, name.as_str()))
-        .collect();
-    if same_rendered(model, after, &skipped, changed, allowed) {
-        return Ok(());
-    }
-    let before_set = rendered_multiset(model, &skipped, changed, allowed, false);
-    let after_set = rendered_multiset(after, &skipped, changed, allowed, true);
-    if before_set == after_set {
-        return Ok(());
-    }
-    let missing = before_set.iter().find(|(k, n)| after_set.get(k) != Some(n));
-    let extra = after_set.iter().find(|(k, n)| before_set.get(k) != Some(n));
-    let describe = |e: Option<(&Rendered, &usize)>| {
-        e.map_or("nothing".to_string(), |((_, key, _), n)| {
-            format!("{key} ×{n}")
-        })
-    };
-    Err(Gate::Render.fails(format!(
-        "the objects rendered would change (before: {}; after: {})",
-        describe(missing),
-        describe(extra)
-    )))
-}
-
-/// Whether [`rendered_multiset`] is the same before and after, decided without writing a key:
-/// the same count per (cluster, object key, content), with the object key itself rather than its
-/// text. Two keys with the same text can differ (the text leaves out the `apiVersion`), so equal
-/// counts here imply equal multisets there, never the reverse: a `false` is only a reason to
-/// compare the multisets themselves.
-fn same_rendered(
-    model: &Model,
-    after: &Model,
-    skip_layer_objects: &HashSet<(usize, &str)>,
-    changed: &HashSet<&str>,
-    allowed: &Allowed,
-) -> bool {
-    let mut counts: HashMap<(usize, &ObjectKey, Content<&str>), i64> = HashMap::default();
-    for (m, is_after, step) in [(model, false, 1), (after, true, -1)] {
-        each_rendered(
-            m,
-            skip_layer_objects,
-            changed,
-            allowed,
-            is_after,
-            |cluster, key, content| {
-                *counts.entry((cluster, key, content)).or_insert(0) += step;
-            },
-        );
-    }
-    counts.values().all(|&n| n == 0)
-}
-
-/// An object's content without the `prune: disabled` annotation a protecting phase adds (and
-/// without `annotations` when that was its only entry): what must equal the content before.
-pub fn without_protection(value: Value) -> Value {
-    let Value::Map(mut entries) = value else {
-        return value;
-    };
-    for (k, metadata) in &mut entries {
-        if k.as_str() != Some("metadata") {
-            continue;
-        }
-        let Value::Map(meta) = metadata else { continue };
-        for (mk, annotations) in meta.iter_mut() {
-            if mk.as_str() != Some("annotations") {
-                continue;
-            }
-            if let Value::Map(a) = annotations {
-                a.retain(|(ak, av)| {
-                    !(ak.as_str() == Some(PRUNE_DISABLED.0)
-                        && av.as_str() == Some(PRUNE_DISABLED.1))
-                });
-            }
-        }
-        meta.retain(|(mk, v)| {
-            !(mk.as_str() == Some("annotations") && *v == Value::Map(Vec::new()))
-        });
-    }
-    Value::Map(entries)
 }
 
 /// The (cluster, name) of every layer defined in a changed file, or new: only their own Flux
