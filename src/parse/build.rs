@@ -166,7 +166,8 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
     };
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
-    let mut doc_anchors: std::collections::HashSet<usize> = std::collections::HashSet::default();
+    // Anchor ids of this document; 0 is saphyr's "no anchor", never an alias's target.
+    let mut doc_anchors: rustc_hash::FxHashSet<usize> = rustc_hash::FxHashSet::default();
     loop {
         let Some(next) = parser.next_event() else {
             return Ok(());
@@ -187,10 +188,12 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
                         &format!("collections nested deeper than {MAX_NESTING} levels"),
                     ));
                 }
-                doc_anchors.insert(*anchor);
+                if *anchor != 0 {
+                    doc_anchors.insert(*anchor);
+                }
             }
             Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
-            Event::Scalar(_, _, anchor, _) => {
+            Event::Scalar(_, _, anchor, _) if *anchor != 0 => {
                 doc_anchors.insert(*anchor);
             }
             Event::Alias(anchor) if !doc_anchors.contains(anchor) => {

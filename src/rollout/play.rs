@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::ObjectKey;
@@ -45,8 +46,10 @@ fn play_with(before: &Model, after: &Model, detail: Detail) -> Rollout {
     for (&c, k) in &after_keys {
         names.entry(k).or_default().1 = Some(c);
     }
+    // Clusters are independent (a fleet has thousands): played side by side, kept in name order.
+    let names: Vec<_> = names.into_iter().collect();
     let clusters = names
-        .into_iter()
+        .into_par_iter()
         .map(|(root, (b, a))| {
             play_cluster(root, &side(before, b), &side(after, a), a.or(b), detail)
         })

@@ -64,6 +64,53 @@ impl<'m, 'r> Builder<'m, 'r> {
     }
 }
 
+impl<'m, 'r> Builder<'m, 'r> {
+    /// Walk from `root` on its own, as a cluster of its own: what a walk of the whole
+    /// repository finds below that root, sharing this builder's kept renders. The walks of a
+    /// fleet's roots are independent (each root is its own cluster), so they run side by side
+    /// and are taken in, in order, by [`Builder::absorb`].
+    pub(super) fn walk_alone(&self, root: Layer) -> Builder<'m, 'r> {
+        let mut alone = Builder {
+            renderer: self.renderer.fork(),
+            layers: Vec::new(),
+            known: HashMap::default(),
+            sources: self.sources.fork(),
+            options: self.options,
+            root_ids: HashSet::default(),
+            reached: HashSet::default(),
+            diagnostics: Vec::new(),
+        };
+        let id = alone.add(root);
+        alone
+            .root_ids
+            .insert((alone.layers[id].cluster, alone.layers[id].id.clone()));
+        alone.walk(vec![id]);
+        alone
+    }
+
+    /// Take in a walk of one root ([`Builder::walk_alone`]) as cluster `cluster`, its layers
+    /// numbered after this builder's; returns its root's id.
+    pub(super) fn absorb(&mut self, alone: Builder, cluster: usize) -> LayerId {
+        let offset = self.layers.len();
+        self.layers.extend(alone.layers.into_iter().map(|mut layer| {
+            layer.cluster = cluster;
+            layer.applied_by = layer.applied_by.map(|parent| parent + offset);
+            layer
+        }));
+        self.known.extend(
+            alone
+                .known
+                .into_iter()
+                .map(|((_, id, object), layer)| ((cluster, id, object), layer + offset)),
+        );
+        self.root_ids
+            .extend(alone.root_ids.into_iter().map(|(_, id)| (cluster, id)));
+        self.reached.extend(alone.reached);
+        self.diagnostics.extend(alone.diagnostics);
+        offset
+    }
+}
+
 impl Builder<'_, '_> {
     /// What the parent's build does to this layer's Flux Kustomization that the model does not
     /// follow: the unmodelled entries of the parent's variants that render it.

@@ -2,6 +2,8 @@
 //! bootstrap Kustomization, or a bootstrap cycle), and the Flux Kustomizations no root reaches
 //! (unreferenced, or every one a root when there is none).
 
+use rayon::prelude::*;
+
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::model::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, normalize};
 
@@ -93,43 +95,45 @@ fn walk_named_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
 
 /// The roots found in the repository, each walked as one cluster: every FluxInstance's sync,
 /// then every `flux-system/flux-system` bootstrap Kustomization none of them reached, then,
-/// with neither, a bootstrap cycle.
+/// with neither, a bootstrap cycle. Each root's walk is independent of the others' (a root is a
+/// cluster of its own), so they run side by side, a fleet having thousands, and are taken in
+/// root order; a bootstrap Kustomization an earlier root reached is walked for nothing.
 fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
     let model = b.renderer.model;
-    let mut roots = Vec::new();
-    let mut walk_root = |b: &mut Builder, layer: Layer| {
-        let root = b.add(layer);
-        roots.push(root);
-        b.root_ids
-            .insert((b.layers[root].cluster, b.layers[root].id.clone()));
-        b.walk(vec![root]);
-        roots.len()
-    };
     // Each FluxInstance's sync is the root of one cluster; walk those first, so that a
     // bootstrap Kustomization they apply (a migration to the operator) is the same root.
-    let syncs: Vec<Sync> = (0..model.objects.len())
+    let syncs = (0..model.objects.len())
         .filter_map(|i| instance_sync(model, i))
-        .collect();
-    let mut clusters = 0;
-    for sync in &syncs {
-        clusters = walk_root(b, layer_from_sync(sync, clusters));
-    }
-    for &idx in flux_ks {
-        let key = model.object(idx).key.clone();
-        let bootstrap =
-            key.name == "flux-system" && key.namespace.as_deref() == Some("flux-system");
-        if !bootstrap || b.reached.contains(&idx) {
+        .map(|sync: Sync| (None, layer_from_sync(&sync, 0)));
+    let bootstraps = flux_ks.iter().filter_map(|&idx| {
+        let key = &model.object(idx).key;
+        if key.name != "flux-system" || key.namespace.as_deref() != Some("flux-system") {
+            return None;
+        }
+        let mut layer = layer_from_object(model, idx, key, 0, None);
+        layer.live = true;
+        Some((Some(idx), layer))
+    });
+    let candidates: Vec<(Option<ObjectIdx>, Layer)> = syncs.chain(bootstraps).collect();
+    let walked: Vec<(Option<ObjectIdx>, Builder)> = {
+        let base = &*b;
+        candidates
+            .into_par_iter()
+            .map(|(bootstrap, root)| (bootstrap, base.walk_alone(root)))
+            .collect()
+    };
+    let mut roots = Vec::new();
+    for (bootstrap, alone) in walked {
+        if bootstrap.is_some_and(|idx| b.reached.contains(&idx)) {
             continue;
         }
-        let mut layer = layer_from_object(model, idx, &key, clusters, None);
-        layer.live = true;
-        clusters = walk_root(b, layer);
+        roots.push(b.absorb(alone, roots.len()));
     }
-    if clusters == 0
-        && let Some(mut layer) = b.bootstrap_cycle(flux_ks)
+    if roots.is_empty()
+        && let Some(layer) = b.bootstrap_cycle(flux_ks)
     {
-        layer.cluster = clusters;
-        walk_root(b, layer);
+        let alone = b.walk_alone(layer);
+        roots.push(b.absorb(alone, 0));
     }
     roots
 }

@@ -1,6 +1,8 @@
 //! Which directory a layer's source is in this repository (`--source`, `--source-root`, or
 //! where its path resolves), and whether the source is another repository than this one.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{Model, ModelOptions, ObjectIdx};
@@ -16,8 +18,8 @@ pub(super) struct Sources<'m> {
     /// (cluster, source) → its artifact root, once found.
     roots: HashMap<(usize, SourceRef), Option<String>>,
     /// How many Flux Kustomization objects read each source: a source shared by several layers
-    /// is the repository's own.
-    readers: HashMap<SourceRef, usize>,
+    /// is the repository's own. Counted once, shared by the walks of every root.
+    readers: Arc<HashMap<SourceRef, usize>>,
 }
 
 /// `spec.url` of the source object a `sourceRef` names, when it is in this repository.
@@ -74,7 +76,17 @@ impl<'m> Sources<'m> {
         Sources {
             options,
             roots: HashMap::default(),
-            readers,
+            readers: Arc::new(readers),
+        }
+    }
+
+    /// The sources as a walk of one root of its own knows them: the readers counted, no
+    /// artifact root found yet (those are per cluster, and each root is a cluster).
+    pub(super) fn fork(&self) -> Self {
+        Sources {
+            options: self.options,
+            roots: HashMap::default(),
+            readers: self.readers.clone(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! their identities.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::load::FileId;
 use crate::model::{Model, Name};
@@ -14,16 +14,23 @@ use super::rendered::{Rendered, Transform};
 use super::transformers::Transformers;
 
 /// Why a directory could not be rendered.
-pub type RenderResult = Rc<Result<Vec<Rendered>, String>>;
+pub type RenderResult = Arc<Result<Vec<Rendered>, String>>;
+
+/// The renders kept between requests, shared by the renderers of walks that run side by side.
+#[derive(Default)]
+struct Memo {
+    kept: HashMap<String, RenderResult>,
+    /// Directories rendered once and not kept.
+    requested: HashSet<String>,
+}
 
 /// Renders kustomize directories, memoised from the second request on: fleets include the same
 /// bases many times, but most directories are rendered once, and keeping every render held a
 /// third of the model's memory until the layers were built.
 pub struct Renderer<'m, 'r> {
     pub model: &'m Model<'r>,
-    memo: HashMap<String, RenderResult>,
-    /// Directories rendered once and not kept.
-    requested: HashSet<String>,
+    memo: Arc<Mutex<Memo>>,
+    /// The directories this renderer's current build passes through: a kustomization cycle.
     in_progress: HashSet<String>,
 }
 
@@ -31,10 +38,24 @@ impl<'m, 'r> Renderer<'m, 'r> {
     pub fn new(model: &'m Model<'r>) -> Self {
         Renderer {
             model,
-            memo: HashMap::default(),
-            requested: HashSet::default(),
+            memo: Arc::default(),
             in_progress: HashSet::default(),
         }
+    }
+
+    /// A renderer for a walk of its own (another thread's), sharing this one's kept renders.
+    pub fn fork(&self) -> Self {
+        Renderer {
+            model: self.model,
+            memo: self.memo.clone(),
+            in_progress: HashSet::default(),
+        }
+    }
+
+    fn memo(&self) -> MutexGuard<'_, Memo> {
+        // A render that panicked leaves the memo as consistent as before it: nothing is half
+        // inserted.
+        self.memo.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Objects of a plain YAML file, as a resource.
@@ -55,23 +76,29 @@ impl<'m, 'r> Renderer<'m, 'r> {
 
     /// Render the kustomization in `dir`.
     pub fn render_dir(&mut self, dir: &str) -> RenderResult {
-        if let Some(done) = self.memo.get(dir) {
+        if let Some(done) = self.memo().kept.get(dir) {
             return done.clone();
         }
         if !self.in_progress.insert(dir.to_string()) {
-            return Rc::new(Err(format!("kustomization cycle through {dir}")));
+            return Arc::new(Err(format!("kustomization cycle through {dir}")));
         }
-        let result = Rc::new(self.render_uncached(dir));
+        let result = Arc::new(self.render_uncached(dir));
         self.in_progress.remove(dir);
-        if !self.requested.insert(dir.to_string()) {
-            self.memo.insert(dir.to_string(), result.clone());
+        // Only a build that succeeded is kept: an error may depend on where the build started
+        // (a cycle is reported where it closes), and renders run side by side must not make
+        // which one came first visible.
+        if result.is_ok() {
+            let mut memo = self.memo();
+            if !memo.requested.insert(dir.to_string()) {
+                memo.kept.insert(dir.to_string(), result.clone());
+            }
         }
         result
     }
 
     /// [`Renderer::render_dir`] as an owned list: moved out when nothing else holds it.
     pub fn render_dir_owned(&mut self, dir: &str) -> Result<Vec<Rendered>, String> {
-        Rc::try_unwrap(self.render_dir(dir)).unwrap_or_else(|shared| shared.as_ref().clone())
+        Arc::try_unwrap(self.render_dir(dir)).unwrap_or_else(|shared| shared.as_ref().clone())
     }
 
     /// Render the kustomization in `dir` with `components` appended to its own, as Flux does
