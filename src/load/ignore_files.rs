@@ -12,6 +12,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::read::{self, ReadError};
+use crate::platform::Beneath;
 
 /// The ignore file names Flux reads (source-controller: `.sourceignore`; the `.gitignore` of a
 /// checkout, which a Git source's artifact leaves out).
@@ -66,6 +67,8 @@ pub fn ignored(chain: &[Arc<DirIgnores>], path: &Path, is_dir: bool) -> bool {
 /// the parallel walk first asks about something below it.
 pub struct WorkTree {
     root: PathBuf,
+    /// The root held open: every directory's two ignore files are looked for below it.
+    beneath: Beneath,
     dirs: RwLock<HashMap<String, Arc<DirIgnores>>>,
     /// Ignore files that could not be read, and why: they ignore nothing.
     problems: Mutex<Vec<(String, String)>>,
@@ -75,6 +78,7 @@ impl WorkTree {
     pub fn new(root: &Path) -> WorkTree {
         WorkTree {
             root: root.to_path_buf(),
+            beneath: Beneath::new(root),
             dirs: RwLock::default(),
             problems: Mutex::default(),
         }
@@ -119,7 +123,7 @@ impl WorkTree {
             } else {
                 format!("{rel}/{name}")
             };
-            match read::read_repo_file(&self.root, &file) {
+            match read::read_beneath(&self.beneath, &file) {
                 Ok(bytes) => matcher(&self.root.join(rel), &bytes),
                 Err(e) if e.is_missing() => Gitignore::empty(),
                 Err(e) => {

@@ -7,7 +7,7 @@
 use std::io::Read as _;
 use std::path::Path;
 
-use crate::platform::{self, OpenError};
+use crate::platform::{Beneath, OpenError};
 
 /// Files larger than this are skipped: no Flux manifest is this big, and it bounds memory.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -38,6 +38,11 @@ impl ReadError {
 
 /// The bytes of `rel` (`/`-separated, relative to `root`), read as the module says.
 pub fn read_repo_file(root: &Path, rel: &str) -> Result<Vec<u8>, ReadError> {
+    read_beneath(&Beneath::new(root), rel)
+}
+
+/// [`read_repo_file`] below a root held open, for a reader of many files.
+pub fn read_beneath(root: &Beneath, rel: &str) -> Result<Vec<u8>, ReadError> {
     let components: Vec<&str> = rel.split('/').collect();
     if rel.is_empty()
         || components
@@ -47,7 +52,7 @@ pub fn read_repo_file(root: &Path, rel: &str) -> Result<Vec<u8>, ReadError> {
     {
         return Err(ReadError::OutsideRoot(rel.to_string()));
     }
-    let (file, size) = platform::open_regular_beneath(root, &components).map_err(|e| match e {
+    let (file, size) = root.open_regular(&components).map_err(|e| match e {
         OpenError::Link(at) => ReadError::Link(at),
         OpenError::NotRegular(what) => ReadError::NotRegular(what),
         OpenError::Io(e) => ReadError::Io(e),

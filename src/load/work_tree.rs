@@ -13,6 +13,7 @@ use super::ignores::Ignores;
 use super::listing::{EntryKind, Listing, WalkedEntry, not_utf8};
 use super::read::{self, decode_text};
 use super::repo::{Origin, Repo};
+use crate::platform::Beneath;
 
 /// The repository root could not be read at all.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +53,10 @@ impl Repo {
         Ok(Repo::assemble(
             root.clone(),
             listing,
-            &WorkTree { root: &root },
+            &WorkTree {
+                root: &root,
+                beneath: Beneath::new(&root),
+            },
             Origin::WorkTree,
         ))
     }
@@ -61,20 +65,18 @@ impl Repo {
 /// The files of a work tree.
 struct WorkTree<'a> {
     root: &'a Path,
+    /// The root held open: each file is opened below it.
+    beneath: Beneath,
 }
 
 impl Contents for WorkTree<'_> {
     fn read(&self, rel: &str) -> Result<String, String> {
-        read_candidate(self.root, rel)
+        decode_text(read::read_beneath(&self.beneath, rel).map_err(|e| e.to_string())?)
     }
 
     fn is_file(&self, rel: &str) -> bool {
         self.root.join(rel).is_file()
     }
-}
-
-fn read_candidate(root: &Path, rel: &str) -> Result<String, String> {
-    decode_text(read::read_repo_file(root, rel).map_err(|e| e.to_string())?)
 }
 
 /// What the walk met.

@@ -22,7 +22,7 @@ mod signals;
 
 pub use confine::{Confined, Network, spawn_confined};
 pub use index_stat::{IndexStat, index_stat};
-pub use open::{OpenError, open_regular_beneath};
+pub use open::{Beneath, OpenError};
 pub use private::{private_dirs, private_temp_dir, private_write};
 pub use process::{ESSENTIAL_ENV, exit_at_once, exit_signal, find_program};
 pub use signals::{SignalGuard, interrupted};

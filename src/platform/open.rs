@@ -43,36 +43,68 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
     }
 }
 
-/// Open the regular file `root/components…` for reading, following no link on the way (nor the
-/// file itself), and never opening anything but a regular file (a FIFO would block, a device
-/// would never end). `root` itself is trusted (canonical). The size comes with the file.
-pub fn open_regular_beneath(root: &Path, components: &[&str]) -> Result<(File, u64), OpenError> {
-    #[cfg(unix)]
-    {
-        unix::open_regular_beneath(root, components)
+/// A trusted directory (canonical) that files are opened below. On Linux it is held open, so
+/// that a file is one `openat2` from it rather than a walk from `/` to it first: a fleet's load
+/// opens a hundred thousand files.
+pub struct Beneath {
+    root: std::path::PathBuf,
+    /// `root` as an `O_PATH` handle; `None` when it could not be opened (each open then takes
+    /// the step-by-step walk, which says why).
+    #[cfg(target_os = "linux")]
+    dir: Option<std::os::fd::OwnedFd>,
+}
+
+impl Beneath {
+    pub fn new(root: &Path) -> Beneath {
+        Beneath {
+            root: root.to_path_buf(),
+            #[cfg(target_os = "linux")]
+            dir: unix::open_dir(root),
+        }
     }
-    #[cfg(not(unix))]
-    {
-        // No `openat` here: check each component's own metadata, then the opened file's. A link
-        // swapped in between the check and the open is the remaining (racy) gap.
-        let mut path = root.to_path_buf();
-        for (i, c) in components.iter().enumerate() {
-            path.push(c);
-            let meta = std::fs::symlink_metadata(&path).map_err(OpenError::Io)?;
-            if meta.file_type().is_symlink() {
-                return Err(OpenError::Link(components[..=i].join("/")));
+
+    /// Open the regular file `root/components…` for reading, following no link on the way
+    /// (nor the file itself), and never opening anything but a regular file (a FIFO would
+    /// block, a device would never end). The size comes with the file.
+    pub fn open_regular(&self, components: &[&str]) -> Result<(File, u64), OpenError> {
+        #[cfg(unix)]
+        {
+            let Some((name, dirs)) = components.split_last() else {
+                return Err(OpenError::NotRegular("a directory"));
+            };
+            #[cfg(target_os = "linux")]
+            if let Some(opened) = self
+                .dir
+                .as_ref()
+                .and_then(|dir| unix::resolved::open(dir, components))
+            {
+                return opened;
             }
-            let last = i + 1 == components.len();
-            if last && !meta.is_file() {
+            unix::step_by_step(&self.root, components, name, dirs)
+        }
+        #[cfg(not(unix))]
+        {
+            // No `openat` here: check each component's own metadata, then the opened file's. A
+            // link swapped in between the check and the open is the remaining (racy) gap.
+            let mut path = self.root.clone();
+            for (i, c) in components.iter().enumerate() {
+                path.push(c);
+                let meta = std::fs::symlink_metadata(&path).map_err(OpenError::Io)?;
+                if meta.file_type().is_symlink() {
+                    return Err(OpenError::Link(components[..=i].join("/")));
+                }
+                let last = i + 1 == components.len();
+                if last && !meta.is_file() {
+                    return Err(OpenError::NotRegular(kind_of(meta.file_type())));
+                }
+            }
+            let file = File::open(&path).map_err(OpenError::Io)?;
+            let meta = file.metadata().map_err(OpenError::Io)?;
+            if !meta.is_file() {
                 return Err(OpenError::NotRegular(kind_of(meta.file_type())));
             }
+            Ok((file, meta.len()))
         }
-        let file = File::open(&path).map_err(OpenError::Io)?;
-        let meta = file.metadata().map_err(OpenError::Io)?;
-        if !meta.is_file() {
-            return Err(OpenError::NotRegular(kind_of(meta.file_type())));
-        }
-        Ok((file, meta.len()))
     }
 }
 
@@ -134,30 +166,23 @@ mod unix {
         })
     }
 
-    pub fn open_regular_beneath(
-        root: &Path,
-        components: &[&str],
-    ) -> Result<(File, u64), OpenError> {
-        let Some((name, dirs)) = components.split_last() else {
-            return Err(OpenError::NotRegular("a directory"));
-        };
-        let root = c_string(root.as_os_str().as_bytes())?;
-        #[cfg(target_os = "linux")]
-        if let Some(opened) = resolved::open(&root, components) {
-            return opened;
-        }
-        step_by_step(&root, components, name, dirs)
+    /// `root` as a handle that opens nothing, for `openat2` to resolve below.
+    #[cfg(target_os = "linux")]
+    pub(super) fn open_dir(root: &Path) -> Option<OwnedFd> {
+        let root = c_string(root.as_os_str().as_bytes()).ok()?;
+        open_at(libc::AT_FDCWD, &root, libc::O_PATH | libc::O_DIRECTORY).ok()
     }
 
     /// Each directory looked at and opened in turn, links refused: the whole rule, and the one
     /// that names which component is a link.
     pub(super) fn step_by_step(
-        root: &CString,
+        root: &Path,
         components: &[&str],
         name: &str,
         dirs: &[&str],
     ) -> Result<(File, u64), OpenError> {
-        let mut dir = open_at(libc::AT_FDCWD, root, libc::O_RDONLY | libc::O_DIRECTORY)
+        let root = c_string(root.as_os_str().as_bytes())?;
+        let mut dir = open_at(libc::AT_FDCWD, &root, libc::O_RDONLY | libc::O_DIRECTORY)
             .map_err(OpenError::Io)?;
         for (i, d) in dirs.iter().enumerate() {
             let c = c_string(d.as_bytes())?;
@@ -214,7 +239,7 @@ mod unix {
         use std::sync::atomic::{AtomicBool, Ordering};
 
         use super::super::{OpenError, kind_of};
-        use super::{c_string, open_at};
+        use super::c_string;
 
         /// Set once the kernel or a sandbox refuses `openat2`: the step-by-step walk from then on.
         static REFUSED: AtomicBool = AtomicBool::new(false);
@@ -249,14 +274,13 @@ mod unix {
         /// anything else (a link on the way, a FIFO, a device, a directory, `openat2` refused):
         /// the step-by-step walk then decides and says which component is at fault.
         pub(in super::super) fn open(
-            root: &CString,
+            dir: &OwnedFd,
             components: &[&str],
         ) -> Option<Result<(File, u64), OpenError>> {
             if REFUSED.load(Ordering::Relaxed) {
                 return None;
             }
             let rel = c_string(components.join("/").as_bytes()).ok()?;
-            let dir = open_at(libc::AT_FDCWD, root, libc::O_PATH | libc::O_DIRECTORY).ok()?;
             // First a handle that opens nothing (opening a device has effects): is it a regular file?
             let handle = match open_beneath(&dir, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
                 Ok(handle) => handle,
@@ -323,7 +347,7 @@ mod tests {
         // SAFETY: a valid path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let root = tmp.path().canonicalize().unwrap();
-        let root = CString::new(root.to_str().unwrap()).unwrap();
+        let dir = super::unix::open_dir(&root).unwrap();
         // What the one call answers itself: a regular file and a missing one (the common cases).
         for (rel, answers) in [
             ("a/b/ok.yaml", true),
@@ -340,7 +364,7 @@ mod tests {
             let components: Vec<&str> = rel.split('/').collect();
             let (name, dirs) = components.split_last().unwrap();
             let walked = outcome(step_by_step(&root, &components, name, dirs));
-            match resolved::open(&root, &components) {
+            match resolved::open(&dir, &components) {
                 Some(opened) => {
                     assert!(
                         answers,
