@@ -8,7 +8,6 @@
 //! of a directory the build reaches, and a file a reached kustomization names (resources,
 //! components, patches, replacements, transformers, generators).
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -18,7 +17,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
-use crate::load::{Repo, parent_of};
+use crate::load::{FileId, Repo, parent_of};
 
 /// Whether `path` is strictly below the directory `dir` (`""`: the repository root).
 fn is_below(path: &str, dir: &str) -> bool {
@@ -44,46 +43,48 @@ fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a 
 }
 
 /// The paths (relative to the repository root) live layers read, and the directories whose
-/// every file they read. A path the repository holds is borrowed from it: a fleet's live layers
+/// every file they read. A file the repository holds is kept as its id: a fleet's live layers
 /// read most of its files.
 #[derive(Debug)]
-pub(super) struct LiveFiles<'r> {
-    files: HashSet<Cow<'r, str>>,
+pub(super) struct LiveFiles {
+    files: HashSet<FileId>,
+    /// Paths read that the repository holds no YAML file at (a generator's file, a missing one).
+    elsewhere: HashSet<String>,
     /// Directories Flux generates a kustomization for: it reads every file below them, down to
     /// the directories with a kustomization file of their own.
     generated_dirs: HashSet<String>,
     /// Directories with a kustomization file. Flux's generator lists such a directory as a
     /// resource and does not descend into it: kustomize reads only what its kustomization names.
-    kustomize_dirs: HashSet<&'r str>,
+    kustomize_dirs: HashSet<String>,
 }
 
-impl<'r> LiveFiles<'r> {
-    pub(super) fn of(model: &Model<'r>) -> LiveFiles<'r> {
+impl LiveFiles {
+    pub(super) fn of(model: &Model) -> LiveFiles {
         let repo = model.repo;
-        let mut live = LiveFiles {
-            files: HashSet::default(),
-            generated_dirs: HashSet::default(),
-            kustomize_dirs: repo
-                .files
-                .iter()
-                .map(|f| f.path.as_str())
-                .filter(|p| KUSTOMIZATION_FILE_NAMES.contains(&p.rsplit('/').next().unwrap_or(p)))
-                .map(parent_of)
-                .collect(),
-        };
         // Sorted, so that the directories below one are a range: a fleet has thousands of
         // generated layer paths and tens of thousands of kustomization directories.
-        let sorted_kustomize_dirs: BTreeSet<&str> = live.kustomize_dirs.iter().copied().collect();
-        for (f, file) in repo.files.iter().enumerate() {
-            if !model.users_of_file(f).is_empty() {
-                live.files.insert(Cow::Borrowed(&file.path));
-            }
-        }
+        let sorted_kustomize_dirs: BTreeSet<&str> = repo
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| KUSTOMIZATION_FILE_NAMES.contains(&p.rsplit('/').next().unwrap_or(p)))
+            .map(parent_of)
+            .collect();
+        let mut live = LiveFiles {
+            files: (0..repo.files.len())
+                .filter(|&f| !model.users_of_file(f).is_empty())
+                .collect(),
+            elsewhere: HashSet::default(),
+            generated_dirs: HashSet::default(),
+            kustomize_dirs: sorted_kustomize_dirs
+                .iter()
+                .map(|d| (*d).to_string())
+                .collect(),
+        };
         let mut seen_dirs: HashSet<String> = HashSet::default();
         for (_, layer) in model.live_layers() {
             for obj in layer.object.iter().chain(&layer.created_by_instance) {
-                live.files
-                    .insert(Cow::Borrowed(&repo.file(model.object(*obj).file).path));
+                live.files.insert(model.object(*obj).file);
             }
             for variant in &layer.variants {
                 if variant.generated {
@@ -108,7 +109,7 @@ impl<'r> LiveFiles<'r> {
     }
 
     /// Mark what kustomize reads from `dir`'s kustomization, recursively.
-    fn reach_dir(&mut self, model: &Model<'r>, dir: &str, seen: &mut HashSet<String>) {
+    fn reach_dir(&mut self, model: &Model, dir: &str, seen: &mut HashSet<String>) {
         if !seen.insert(dir.to_string()) {
             return;
         }
@@ -134,17 +135,18 @@ impl<'r> LiveFiles<'r> {
         }
     }
 
-    /// Note `path` as read, borrowed from the repository when it holds a YAML file there.
-    fn insert(&mut self, repo: &'r Repo, path: String) {
-        self.files.insert(match repo.file_id(&path) {
-            Some(id) => Cow::Borrowed(&repo.file(id).path),
-            None => Cow::Owned(path),
-        });
+    /// Note `path` as read, as a file of the repository when it holds a YAML file there.
+    fn insert(&mut self, repo: &Repo, path: String) {
+        match repo.file_id(&path) {
+            Some(id) => self.files.insert(id),
+            None => self.elsewhere.insert(path),
+        };
     }
 
     /// Whether a live layer reads the file at `path`.
-    pub(super) fn contains(&self, path: &str) -> bool {
-        self.files.contains(path)
+    pub(super) fn contains(&self, repo: &Repo, path: &str) -> bool {
+        repo.file_id(path)
+            .map_or_else(|| self.elsewhere.contains(path), |id| self.files.contains(&id))
             || self
                 .nearest_stop(parent_of(path), "")
                 .is_some_and(|dir| self.generated_dirs.contains(dir))
@@ -168,9 +170,10 @@ impl<'r> LiveFiles<'r> {
     /// Make a warning or error about a file no live layer reads a note, saying so: Flux never
     /// meets the problem, so it must not fail `check`. Diagnostics about the repository as a
     /// whole (no file) keep their severity.
-    pub(super) fn demote(&self, diagnostics: &mut [Diagnostic]) {
+    pub(super) fn demote(&self, repo: &Repo, diagnostics: &mut [Diagnostic]) {
         for d in diagnostics {
-            if d.severity > Severity::Note && !d.file().is_empty() && !self.contains(d.file()) {
+            if d.severity > Severity::Note && !d.file().is_empty() && !self.contains(repo, d.file())
+            {
                 d.message = format!(
                     "{} (no live layer reads this file: {} reported as a note)",
                     d.message, d.severity

@@ -36,6 +36,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo};
+use crate::parse::NodeId;
 
 /// What `check` says of a PATH with no Flux layer: a note in the report, and always in the text
 /// summary.
@@ -85,7 +86,12 @@ pub struct Model<'r> {
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
     /// The model's own diagnostics, those about files no live layer reads already notes.
     pub diagnostics: Vec<Diagnostic>,
-    live_files: Option<live::LiveFiles<'r>>,
+    /// The files live layers read, found when first asked: a repository without a warning
+    /// about a file (a healthy fleet) never needs them.
+    live_files: OnceLock<live::LiveFiles>,
+    /// (listed file, kustomization file, its `resources` item) for every entry naming a file of
+    /// the repository, sorted: built when first asked (a fix registering a new layer).
+    listers: OnceLock<Vec<(FileId, FileId, NodeId)>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
@@ -113,7 +119,8 @@ impl<'r> Model<'r> {
             file_users: Vec::new(),
             by_kind_name: OnceLock::new(),
             diagnostics,
-            live_files: None,
+            live_files: OnceLock::new(),
+            listers: OnceLock::new(),
             patch_only_files: HashSet::default(),
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
@@ -192,10 +199,24 @@ impl<'r> Model<'r> {
             .into_iter()
             .map(|(_, id, vi)| (id as LayerId, vi as usize))
             .collect();
-        let live = live::LiveFiles::of(&model);
-        live.demote(&mut model.diagnostics);
-        model.live_files = Some(live);
+        let mut diagnostics = std::mem::take(&mut model.diagnostics);
+        model.demote_unread(&mut diagnostics);
+        model.diagnostics = diagnostics;
         model
+    }
+
+    /// Make the warnings and errors about files no live layer reads notes (see [`live`]).
+    fn demote_unread(&self, diagnostics: &mut [Diagnostic]) {
+        if diagnostics
+            .iter()
+            .any(|d| d.severity > Severity::Note && !d.file().is_empty())
+        {
+            self.live_files().demote(self.repo, diagnostics);
+        }
+    }
+
+    fn live_files(&self) -> &live::LiveFiles {
+        self.live_files.get_or_init(|| live::LiveFiles::of(self))
     }
 
     /// Every diagnostic of the run: the loader's, then the model's; those about files no live
@@ -209,11 +230,34 @@ impl<'r> Model<'r> {
             .filter(|d| d.file() != crate::load::CONFIG_FILE)
             .cloned()
             .collect();
-        if let Some(live) = &self.live_files {
-            live.demote(&mut all);
-        }
+        self.demote_unread(&mut all);
         all.extend(self.diagnostics.iter().cloned());
         all
+    }
+
+    /// The kustomizations whose `resources` list `file`, with the item that lists it, in the
+    /// order of the kustomization file, then the item. Indexed once: a fleet has a resources
+    /// entry per file and a fix per layer.
+    pub fn listers_of(&self, file: FileId) -> &[(FileId, FileId, NodeId)] {
+        let listers = self.listers.get_or_init(|| {
+            let mut all: Vec<(FileId, FileId, NodeId)> = self
+                .kustomize_dirs
+                .values()
+                .flat_map(|k| {
+                    k.resources.iter().filter_map(|r| match &r.target {
+                        RefTarget::File(path) => {
+                            Some((self.repo.file_id(path)?, k.file, r.item))
+                        }
+                        _ => None,
+                    })
+                })
+                .collect();
+            all.sort_unstable();
+            all
+        });
+        let start = listers.partition_point(|&(listed, ..)| listed < file);
+        let end = listers.partition_point(|&(listed, ..)| listed <= file);
+        &listers[start..end]
     }
 
     /// Whether kustomizations name the file only as a patch: its documents edit other objects.
@@ -224,7 +268,7 @@ impl<'r> Model<'r> {
     /// Whether a live layer reads the file at `path` (as an object, a kustomization or a file one
     /// names): a rule about what Flux applies looks only there.
     pub fn is_live_file(&self, path: &str) -> bool {
-        self.live_files.as_ref().is_none_or(|l| l.contains(path))
+        self.live_files().contains(self.repo, path)
     }
 
     /// Objects defined in a file, in document order (a file's objects are consecutive).

@@ -2,9 +2,8 @@
 //! a multi-document file, else a file each beside the old file, listed after it wherever it is.
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
-use crate::load::{FileId, parent_of};
-use crate::model::{Layer, Model, RefTarget};
-use crate::parse::NodeId;
+use crate::load::parent_of;
+use crate::model::{Layer, Model};
 
 use super::document::modelines;
 use super::entries::resources_list;
@@ -79,18 +78,7 @@ pub(in crate::rules) fn register(
     // Every kustomization that lists the old file — its own folder's, or one above that names it
     // by a longer path (`./forgejo/ks.yaml`) — lists the new ones right after it, in the same
     // style: the parent that applies the old layer applies the new one.
-    let mut listers: Vec<(FileId, NodeId, &str)> = model
-        .kustomize_dirs
-        .values()
-        .flat_map(|k| {
-            k.resources
-                .iter()
-                // Compared in place: a fleet has a resource entry per file and a fix per layer.
-                .filter(|r| matches!(&r.target, RefTarget::File(p) if *p == file.path))
-                .map(move |r| (k.file, r.item, r.text.as_str()))
-        })
-        .collect();
-    listers.sort_unstable();
+    let listers = model.listers_of(obj.file);
     if listers.is_empty()
         && let Some(k) = model.kustomize_dirs.get(dir)
     {
@@ -100,8 +88,14 @@ pub(in crate::rules) fn register(
             base
         ));
     }
-    for (kfile, item, entry) in listers {
+    for &(_, kfile, item) in listers {
         let kf = model.repo.file(kfile);
+        let entry = model
+            .kustomize_dirs
+            .get(parent_of(&kf.path))
+            .and_then(|k| k.resources.iter().find(|r| r.item == item))
+            .map(|r| r.text.as_str())
+            .ok_or("resources entry not found")?;
         let list = resources_list(model, kfile, item).ok_or("resources list not found")?;
         let mut insert: Option<TextEdit> = None;
         for new_base in &new_bases {
