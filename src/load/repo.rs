@@ -176,6 +176,17 @@ impl Repo {
 
     /// The parsed YAML file at a relative path (`files` is sorted by path: no index to keep).
     pub fn file_id(&self, path: &str) -> Option<FileId> {
+        // Through the folder's few files: a search of every path compares long shared
+        // prefixes, and the model asks for a file by path once per resources entry per build.
+        // Generated files belong to no folder.
+        if self.generated.is_empty() {
+            return self
+                .dir_files
+                .get(parent_of(path))?
+                .iter()
+                .copied()
+                .find(|&id| self.files[id].path == path);
+        }
         self.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
             .ok()
