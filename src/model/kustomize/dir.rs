@@ -95,18 +95,23 @@ impl KustomizeDir {
 /// Kustomization or FluxInstance written in such a file (a cluster overlay patching a layer by
 /// name) is an edit of the real object, not a layer of its own.
 pub(in crate::model) fn patch_only_files(model: &Model) -> HashSet<FileId> {
-    let mut patches = HashSet::default();
-    let mut resources = HashSet::default();
+    let mut patches: HashSet<String> = HashSet::default();
     for (dir, k) in &model.kustomize_dirs {
         patches.extend(k.named_files(model, dir, PATCH_FIELDS));
-        for r in k.resources.iter().chain(&k.components) {
-            if let RefTarget::File(path) = &r.target {
-                resources.insert(path.clone());
+    }
+    // Patches are few and resources entries one per file of a fleet: strike the listed ones
+    // off rather than collect every entry.
+    if !patches.is_empty() {
+        for k in model.kustomize_dirs.values() {
+            for r in k.resources.iter().chain(&k.components) {
+                if let RefTarget::File(path) = &r.target {
+                    patches.remove(path.as_str());
+                }
             }
         }
     }
     patches
-        .difference(&resources)
+        .iter()
         .filter_map(|path| model.repo.file_id(path))
         .collect()
 }
