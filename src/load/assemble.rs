@@ -141,7 +141,7 @@ impl Repo {
                             .at(e.line, e.column),
                         );
                     }
-                    repo.push_file(file);
+                    repo.files.push(file);
                 }
             }
         }

@@ -65,7 +65,7 @@ impl Repo {
     pub fn with_changes(&self, changes: &BTreeMap<String, Option<String>>) -> Repo {
         let mut repo = Repo {
             root: self.root.clone(),
-            files: Vec::with_capacity(self.files.len()),
+            files: Vec::new(),
             dirs: self.dirs.clone(),
             diagnostics: Vec::new(),
             dir_files: HashMap::default(),
@@ -95,22 +95,12 @@ impl Repo {
             }
         }
         sources.sort_by(|a, b| a.path.cmp(&b.path));
-        for source in sources {
-            repo.push_file(source);
-        }
+        repo.files = sources;
         repo.finish()
     }
 
-    /// Add a parsed file (in path order), indexed by its folder.
-    pub(super) fn push_file(&mut self, file: Arc<SourceFile>) {
-        self.dir_files
-            .entry(parent_of(&file.path).to_string())
-            .or_default()
-            .push(self.files.len());
-        self.files.push(file);
-    }
-
-    /// The repository once every file is in: its ResourceSets expanded, its folders indexed.
+    /// The repository once every file is in (`files`, in path order): its ResourceSets expanded,
+    /// its folders indexed.
     pub(super) fn finish(mut self) -> Repo {
         self.expand_resourcesets();
         self.index_dirs();
@@ -155,7 +145,8 @@ impl Repo {
         self.generated.get(path).map(String::as_str)
     }
 
-    /// `file_id` is a binary search: `files` must be sorted by path, each path once.
+    /// `file_id` searches a folder's files, or all of them by path: `files` must be sorted by
+    /// path, each path once.
     fn debug_assert_sorted(&self) {
         debug_assert!(
             self.files.windows(2).all(|w| w[0].path < w[1].path),
@@ -174,7 +165,7 @@ impl Repo {
         }
     }
 
-    /// The parsed YAML file at a relative path (`files` is sorted by path: no index to keep).
+    /// The parsed YAML file at a relative path.
     pub fn file_id(&self, path: &str) -> Option<FileId> {
         // Through the folder's few files: a search of every path compares long shared
         // prefixes, and the model asks for a file by path once per resources entry per build.

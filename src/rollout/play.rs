@@ -71,10 +71,12 @@ fn play_cluster(
         .chain(after.layers.keys())
         .cloned()
         .collect();
-    let inv_before: BTreeMap<&LayerRef, Vec<Applied>> =
-        ids.iter().map(|id| (id, before.inventory(id))).collect();
+    // Steps compare whole inventories; deletions read the annotations of what leaves only.
+    let full = detail == Detail::Steps;
+    let mut inv_before: BTreeMap<&LayerRef, Vec<Applied>> =
+        ids.iter().map(|id| (id, before.inventory(id, full))).collect();
     let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
-        ids.iter().map(|id| (id, after.inventory(id))).collect();
+        ids.iter().map(|id| (id, after.inventory(id, full))).collect();
     // Which layers apply each object, before and after: what the steps ask of every object (a
     // deletion asks only after).
     let applied_before = if detail == Detail::Steps {
@@ -126,6 +128,14 @@ fn play_cluster(
             }
             _ => (false, Box::new(BTreeSet::new)),
         };
+        // What leaves is known without annotations; whether its deletion is prevented is not.
+        if !full
+            && inv_before[id]
+                .iter()
+                .any(|x| !appliers(&applied_after, x).contains(id))
+        {
+            inv_before.insert(id, before.inventory(id, true));
+        }
         let mut leaves: Vec<Leaving> = Vec::new();
         let mut left: HashSet<&ObjectKey> = HashSet::default();
         let mut first_before: Option<BTreeSet<LayerRef>> = None;

@@ -53,7 +53,10 @@ pub(super) struct Side<'m, 'r> {
 }
 
 impl<'m> Side<'m, '_> {
-    pub(super) fn inventory(&self, id: &LayerRef) -> Vec<Applied> {
+    /// What layer `id` applies. With `annotations` false, only which objects: their
+    /// annotation-borne flags (`exempt`, `instance_disabled`, `is_instance`) are left false,
+    /// and reading them is most of an inventory's cost.
+    pub(super) fn inventory(&self, id: &LayerRef, annotations: bool) -> Vec<Applied> {
         let Some(&l) = self.layers.get(id) else {
             return Vec::new();
         };
@@ -65,16 +68,22 @@ impl<'m> Side<'m, '_> {
         let mut common = HashMap::default();
         let mut out = Vec::new();
         for (v, r) in layer.inventory() {
-            let annotations = annotations_with(self.model, layer, r, &mut common);
-            out.push(Applied {
+            let mut applied = Applied {
                 key: r.key.clone(),
                 bindings: v.bindings.clone(),
-                exempt: carries(&annotations, &PRUNE_EXCLUSIONS),
-                instance_disabled: carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]),
-                is_instance: self.model.is_flux_instance(r.object),
+                exempt: false,
+                instance_disabled: false,
+                is_instance: false,
                 scope: post_build.clone().filter(|_| named_by_post_build(&r.key)),
                 remote: layer.remote,
-            });
+            };
+            if annotations {
+                let annotations = annotations_with(self.model, layer, r, &mut common);
+                applied.exempt = carries(&annotations, &PRUNE_EXCLUSIONS);
+                applied.instance_disabled = carries(&annotations, &[INSTANCE_RECONCILE_DISABLED]);
+                applied.is_instance = self.model.is_flux_instance(r.object);
+            }
+            out.push(applied);
         }
         out
     }
