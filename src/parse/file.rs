@@ -3,8 +3,8 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LINE_BLOCK, MAPPING, Node, NodeId, NodeKind, PAYLOAD,
-    Packed, SCALAR, SCALAR_STYLES, SEQUENCE, ScalarStyle, Span,
+    FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING,
+    Node, NodeId, NodeKind, PAYLOAD, Packed, SCALAR, SCALAR_STYLES, SEQUENCE, ScalarStyle, Span,
 };
 
 /// One document of a (possibly multi-document) file.
@@ -28,12 +28,16 @@ pub struct YamlFile {
     pub line_ending: LineEnding,
     pub docs: Vec<Document>,
     pub(super) nodes: Box<[Packed]>,
-    /// Mapping children: at a mapping's index `(len, flow)`, then its `len` (key, value) pairs.
+    /// Mapping children: at a mapping's index `(len, end | FLOW_MAPPING if flow)`, then its
+    /// `len` (key, value) pairs.
     pub(super) entries: Box<[(NodeId, NodeId)]>,
-    /// Sequence children: at a sequence's index `len << 1 | flow`, then its `len` items.
+    /// Sequence children: at a sequence's index `len << 1 | flow`, then its end, then its `len`
+    /// items.
     pub(super) items: Box<[NodeId]>,
-    /// The dash byte of each block-sequence item, by node id (ascending).
-    pub(super) dashes: Box<[(NodeId, u32)]>,
+    /// The dash byte of each block-sequence item, and the end of each node whose record cannot
+    /// hold it (an alias, a scalar of 16 MiB or more), by node id (ascending; a node's dash
+    /// before its end): both few, so one table.
+    pub(super) offsets: Box<[(NodeId, u32)]>,
     /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
     /// value before its tag): both rare, so one table, not two, in every file's record.
     pub(super) strings: Box<[(NodeId, Box<str>)]>,
@@ -85,37 +89,52 @@ impl YamlFile {
     /// The node `id`, unpacked.
     pub fn node(&self, id: NodeId) -> Node<'_> {
         let packed = self.nodes[id as usize];
+        let start = packed.start as usize;
         let payload = packed.data & PAYLOAD;
-        let kind = match packed.data >> KIND_SHIFT {
-            SCALAR => NodeKind::Scalar {
-                value: (payload & HAS_VALUE != 0).then(|| self.stored_value(id)),
-                style: SCALAR_STYLES[(payload & 0b111) as usize],
-                tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
-            },
+        let (kind, end) = match packed.data >> KIND_SHIFT {
+            SCALAR => {
+                let kind = NodeKind::Scalar {
+                    value: (payload & HAS_VALUE != 0).then(|| self.stored_value(id)),
+                    style: SCALAR_STYLES[(payload & 0b111) as usize],
+                    tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
+                };
+                let len = payload >> LEN_SHIFT;
+                let end = if len == LONG {
+                    self.stored_end(id)
+                } else {
+                    start + len as usize
+                };
+                (kind, end)
+            }
             MAPPING => {
-                let (len, flow) = self.entries[payload as usize];
+                let (len, tail) = self.entries[payload as usize];
                 let first = payload as usize + 1;
-                NodeKind::Mapping {
+                let kind = NodeKind::Mapping {
                     entries: &self.entries[first..first + len as usize],
-                    flow: flow != 0,
-                }
+                    flow: tail & FLOW_MAPPING != 0,
+                };
+                (kind, (tail & !FLOW_MAPPING) as usize)
             }
             SEQUENCE => {
                 let header = self.items[payload as usize];
-                let first = payload as usize + 1;
-                NodeKind::Sequence {
+                let first = payload as usize + 2;
+                let kind = NodeKind::Sequence {
                     items: &self.items[first..first + (header >> 1) as usize],
                     flow: header & 1 != 0,
-                }
+                };
+                (kind, self.items[payload as usize + 1] as usize)
             }
-            _ => NodeKind::Alias {
-                target: payload.checked_sub(1),
-            },
+            _ => {
+                let kind = NodeKind::Alias {
+                    target: payload.checked_sub(1),
+                };
+                (kind, self.stored_end(id))
+            }
         };
         Node {
             kind,
-            span: Span::new(packed.start as usize, packed.end as usize),
-            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.dashes, id)),
+            span: Span::new(start, end),
+            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.offsets, id)),
         }
     }
 
@@ -307,6 +326,14 @@ impl YamlFile {
         self.strings.get(i).map_or("", |(_, s)| s)
     }
 
+    /// The end of node `id` when its record cannot hold it: the last offset of `id`.
+    fn stored_end(&self, id: NodeId) -> usize {
+        let i = self.offsets.partition_point(|(n, _)| *n <= id);
+        i.checked_sub(1)
+            .and_then(|i| self.offsets.get(i))
+            .map_or(0, |&(_, end)| end as usize)
+    }
+
     /// The tag of node `id` (present: its flag said so): the last string of `id`.
     fn stored_tag(&self, id: NodeId) -> &str {
         let i = self.strings.partition_point(|(n, _)| *n <= id);
@@ -316,9 +343,9 @@ impl YamlFile {
     }
 }
 
-/// The dash byte of block-sequence item `id` (present: its flag said so).
-pub(super) fn dash_of(dashes: &[(NodeId, u32)], id: NodeId) -> usize {
-    dashes
-        .binary_search_by_key(&id, |(n, _)| *n)
-        .map_or(0, |i| dashes[i].1 as usize)
+/// The dash byte of block-sequence item `id` (present: its flag said so): the first offset of
+/// `id` in `offsets` (the file's, or the builder's dashes alone).
+pub(super) fn dash_of(offsets: &[(NodeId, u32)], id: NodeId) -> usize {
+    let i = offsets.partition_point(|(n, _)| *n < id);
+    offsets.get(i).map_or(0, |&(_, d)| d as usize)
 }

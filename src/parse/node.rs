@@ -73,21 +73,23 @@ pub struct Node<'a> {
     pub dash: Option<usize>,
 }
 
-/// How a node is stored: 12 bytes, because a 100,000-file fleet has five million of them and
-/// their size is most of fluxmend's memory. [`YamlFile::node`] unpacks it into a [`Node`].
+/// How a node is stored: 8 bytes, because a 100,000-file fleet has five million of them and
+/// their size is most of fluxmend's memory. Its end is kept where it costs least: a scalar's
+/// length in its record, a collection's in its arena header, an alias's (and a scalar's too
+/// long for its record) in [`YamlFile::offsets`]. [`YamlFile::node`] unpacks it into a [`Node`].
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Packed {
     pub(super) start: u32,
-    pub(super) end: u32,
-    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags,
-    /// a collection's index in its arena, or an alias's target + 1 (0: unknown anchor).
+    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags
+    /// and its length from [`LEN_SHIFT`], a collection's index in its arena, or an alias's
+    /// target + 1 (0: unknown anchor).
     pub(super) data: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Packed>() == 12);
+const _: () = assert!(std::mem::size_of::<Packed>() == 8);
 
 pub(super) const KIND_SHIFT: u32 = 30;
-/// The node is an item of a block sequence; its dash is in [`YamlFile::dashes`].
+/// The node is an item of a block sequence; its dash is in [`YamlFile::offsets`].
 pub(super) const HAS_DASH: u32 = 1 << 29;
 pub(super) const PAYLOAD: u32 = HAS_DASH - 1;
 pub(super) const SCALAR: u32 = 0;
@@ -97,6 +99,12 @@ pub(super) const ALIAS: u32 = 3;
 /// Scalar flags beside the style (bits 0..3): a stored value, a tag.
 pub(super) const HAS_VALUE: u32 = 1 << 3;
 pub(super) const HAS_TAG: u32 = 1 << 4;
+/// Where a scalar's length starts in its payload.
+pub(super) const LEN_SHIFT: u32 = 5;
+/// The length field of a scalar whose end is in [`YamlFile::offsets`] instead (16 MiB or more).
+pub(super) const LONG: u32 = PAYLOAD >> LEN_SHIFT;
+/// In a mapping's arena header, beside its end: the mapping is a flow mapping.
+pub(super) const FLOW_MAPPING: u32 = 1 << 31;
 
 /// Files this large are refused: offsets are 32 bits and ids and arena indexes 29. The loader
 /// skips files over 8 MiB long before this.

@@ -185,6 +185,40 @@ fn syntax_errors_keep_earlier_documents() {
     assert!(err.line >= 3, "{err}");
 }
 
+#[test]
+fn collections_a_syntax_error_left_open_read_as_empty() {
+    let (file, err) = YamlFile::parse("a: 1\n---\nb:\n  c: [1, 2\n");
+    assert!(err.is_some());
+    for id in file.node_ids() {
+        let node = file.node(id);
+        if node.span.start >= file.docs[0].region.end {
+            match node.kind {
+                NodeKind::Mapping { entries, .. } => assert!(entries.is_empty(), "{id}"),
+                NodeKind::Sequence { items, .. } => assert!(items.is_empty(), "{id}"),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn ends_beyond_a_records_length_field_are_kept() {
+    // A scalar of 16 MiB or more, and aliases: their ends are stored beside the records.
+    let long = "x".repeat(1 << 24);
+    let text = format!("- &a {long}\n- *a\n- [*a, b]\n");
+    let file = parse_ok(&text);
+    let items = file.items(file.docs[0].root);
+    let span = |id: NodeId| file.node(id).span;
+    assert_eq!(span(items[0]), Span::new(5, 5 + long.len()));
+    let alias = text.find("*a").unwrap();
+    assert_eq!(span(items[1]), Span::new(alias, alias + 2));
+    assert_eq!(file.node(items[1]).dash, Some(alias - 2));
+    let flow = file.items(items[2]);
+    assert_eq!(file.slice(span(flow[0])), "*a");
+    assert_eq!(file.slice(span(flow[1])), "b");
+    assert_eq!(file.slice(span(items[2])), "[*a, b]");
+}
+
 // ---- property test: random documents, every span re-parses to its node's value ----
 
 #[derive(Clone, Debug)]
