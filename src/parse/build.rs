@@ -6,7 +6,7 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 use super::file::{Document, LineEnding, ParseError, YamlFile, dash_of};
 use super::node::{
     ALIAS, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
-    MAPPING, MAX_TEXT, NodeId, PAYLOAD, Packed, SCALAR, SEQUENCE, ScalarStyle, Span,
+    MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, Packed, SCALAR, SEQUENCE, ScalarStyle, Span,
 };
 use super::{ends, lenient};
 
@@ -208,7 +208,7 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
 #[derive(Default)]
 struct Scratch {
     nodes: Vec<Open>,
-    entries: Vec<(NodeId, NodeId)>,
+    entries: Vec<NodeId>,
     items: Vec<NodeId>,
     dashes: Vec<(NodeId, u32)>,
     /// Stored values and tags, as [`YamlFile`] keeps them.
@@ -255,7 +255,7 @@ impl Scratch {
             if frame.mapping {
                 node.data |= self.entries.len() as u32;
                 let flow = if frame.flow { FLOW_MAPPING } else { 0 };
-                self.entries.push((0, flow));
+                self.entries.extend([0, flow]);
             } else {
                 node.data |= self.items.len() as u32;
                 self.items.extend([u32::from(frame.flow), 0]);
@@ -277,7 +277,7 @@ impl Scratch {
                         self.offsets.push((id, node.end));
                     }
                 },
-                MAPPING => self.entries[index].1 |= node.end,
+                MAPPING => self.entries[index + 1] |= node.end,
                 SEQUENCE => self.items[index + 1] = node.end,
                 _ => self.offsets.push((id, node.end)),
             }
@@ -516,11 +516,20 @@ impl Builder<'_> {
         let (first, last) = (children.first().copied(), children.last().copied());
         let index = if frame.mapping {
             let index = scratch.entries.len();
-            let pairs = children.chunks_exact(2).map(|p| (p[0], p[1]));
+            let pairs = children.chunks_exact(2);
+            let len = pairs.len() as u32;
+            // Keys alone when every value is the node after its key (see `Entries`).
+            let paired = pairs.clone().any(|p| p[1] != p[0] + 1);
             let flow = if frame.flow { FLOW_MAPPING } else { 0 };
-            scratch.entries.push((0, flow));
-            scratch.entries.extend(pairs);
-            scratch.entries[index].0 = (scratch.entries.len() - index - 1) as u32;
+            // Its end is added once packed.
+            scratch
+                .entries
+                .extend([len << 1 | if paired { PAIRED } else { 0 }, flow]);
+            if paired {
+                scratch.entries.extend(pairs.flatten());
+            } else {
+                scratch.entries.extend(pairs.map(|p| p[0]));
+            }
             index
         } else {
             let index = scratch.items.len();

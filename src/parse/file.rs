@@ -3,8 +3,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING,
-    Node, NodeId, NodeKind, PAYLOAD, Packed, SCALAR, SCALAR_STYLES, SEQUENCE, ScalarStyle, Span,
+    Entries, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
+    MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR, SCALAR_STYLES, SEQUENCE,
+    ScalarStyle, Span,
 };
 
 /// One document of a (possibly multi-document) file.
@@ -28,9 +29,10 @@ pub struct YamlFile {
     pub line_ending: LineEnding,
     pub docs: Vec<Document>,
     pub(super) nodes: Box<[Packed]>,
-    /// Mapping children: at a mapping's index `(len, end | FLOW_MAPPING if flow)`, then its
-    /// `len` (key, value) pairs.
-    pub(super) entries: Box<[(NodeId, NodeId)]>,
+    /// Mapping children: at a mapping's index `len << 1 | PAIRED if paired`, then
+    /// `end | FLOW_MAPPING if flow`, then its `len` keys, or `len` (key, value) pairs when paired
+    /// (see [`Entries`]).
+    pub(super) entries: Box<[NodeId]>,
     /// Sequence children: at a sequence's index `len << 1 | flow`, then its end, then its `len`
     /// items.
     pub(super) items: Box<[NodeId]>,
@@ -107,10 +109,9 @@ impl YamlFile {
                 (kind, end)
             }
             MAPPING => {
-                let (len, tail) = self.entries[payload as usize];
-                let first = payload as usize + 1;
+                let (entries, tail) = self.mapping_at(payload as usize);
                 let kind = NodeKind::Mapping {
-                    entries: &self.entries[first..first + len as usize],
+                    entries,
                     flow: tail & FLOW_MAPPING != 0,
                 };
                 (kind, (tail & !FLOW_MAPPING) as usize)
@@ -197,10 +198,10 @@ impl YamlFile {
     }
 
     /// Entries of a mapping node, aliases followed (empty for anything else).
-    pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
+    pub fn entries(&self, id: NodeId) -> Entries<'_> {
         match self.resolve(id).map(|id| self.node(id).kind) {
             Some(NodeKind::Mapping { entries, .. }) => entries,
-            _ => &[],
+            _ => Entries::default(),
         }
     }
 
@@ -209,7 +210,6 @@ impl YamlFile {
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
-            .copied()
             .find(|&(k, _)| self.scalar(k) == Some(key))
     }
 
@@ -259,10 +259,10 @@ impl YamlFile {
     pub(super) fn first_collection_key(&self) -> Option<NodeId> {
         let mut best: Option<NodeId> = None;
         let mut at = 0;
-        while let Some(&(len, _)) = self.entries.get(at) {
-            let entries = &self.entries[at + 1..at + 1 + len as usize];
-            at += 1 + len as usize;
-            for &(k, _) in entries {
+        while at < self.entries.len() {
+            let (entries, _) = self.mapping_at(at);
+            at += 2 + entries.ids.len();
+            for (k, _) in entries {
                 let kind = self.nodes[k as usize].data >> KIND_SHIFT;
                 let start = |n: NodeId| self.nodes[n as usize].start;
                 if (kind == MAPPING || kind == SEQUENCE) && best.is_none_or(|b| start(k) < start(b))
@@ -282,9 +282,9 @@ impl YamlFile {
         let mut keys: Vec<(&str, NodeId)> = Vec::new();
         // Every mapping's entries, straight from the arena: a header, then its pairs.
         let mut at = 0;
-        while let Some(&(len, _)) = self.entries.get(at) {
-            let entries = &self.entries[at + 1..at + 1 + len as usize];
-            at += 1 + len as usize;
+        while at < self.entries.len() {
+            let (entries, _) = self.mapping_at(at);
+            at += 2 + entries.ids.len();
             if entries.len() < 2 {
                 continue;
             }
@@ -292,7 +292,7 @@ impl YamlFile {
             keys.extend(
                 entries
                     .iter()
-                    .filter_map(|&(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
+                    .filter_map(|(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
             );
             // Most mappings are small: comparing pairs is cheaper than hashing.
             let duplicate = if keys.len() <= 16 {
@@ -320,6 +320,17 @@ impl YamlFile {
 }
 
 impl YamlFile {
+    /// The mapping whose header is at `index` of the entries arena: its entries, and the
+    /// header's second word (its end and flow flag).
+    fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
+        let header = self.entries[index];
+        let len = (header >> 1) as usize;
+        let paired = header & PAIRED != 0;
+        let first = index + 2;
+        let ids = &self.entries[first..first + if paired { 2 * len } else { len }];
+        (Entries { ids, paired }, self.entries[index + 1])
+    }
+
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
     fn stored_value(&self, id: NodeId) -> &str {
         let i = self.strings.partition_point(|(n, _)| *n < id);

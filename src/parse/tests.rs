@@ -46,7 +46,7 @@ fn contains_alias(file: &YamlFile, id: NodeId) -> bool {
         NodeKind::Sequence { items, .. } => items.iter().any(|&i| contains_alias(file, i)),
         NodeKind::Mapping { entries, .. } => entries
             .iter()
-            .any(|&(k, v)| contains_alias(file, k) || contains_alias(file, v)),
+            .any(|(k, v)| contains_alias(file, k) || contains_alias(file, v)),
     }
 }
 
@@ -217,6 +217,25 @@ fn ends_beyond_a_records_length_field_are_kept() {
     assert_eq!(file.slice(span(flow[0])), "*a");
     assert_eq!(file.slice(span(flow[1])), "b");
     assert_eq!(file.slice(span(items[2])), "[*a, b]");
+}
+
+#[test]
+fn a_mapping_with_a_collection_key_keeps_its_pairs() {
+    // Its values do not follow their keys, so its entries are stored as pairs.
+    let (file, err) = YamlFile::parse("? [a, b]\n: 1\nc: 2\n");
+    assert!(err.is_some());
+    let map = file
+        .node_ids()
+        .find(|&id| matches!(file.node(id).kind, NodeKind::Mapping { .. }))
+        .unwrap();
+    let entries = file.entries(map);
+    assert_eq!(entries.len(), 2);
+    let texts: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(k, v)| (file.slice(file.node(k).span), file.scalar_text(v)))
+        .collect();
+    assert_eq!(texts, [("[a, b]", "1"), ("c", "2")]);
+    assert_eq!(entries.last(), entries.iter().next_back());
 }
 
 // ---- property test: random documents, every span re-parses to its node's value ----
@@ -653,7 +672,7 @@ fn an_alias_followed_by_a_colon_is_a_mapping_key() {
     );
     assert_eq!(value_at(&file, &["after"]), str_value("ipmi"));
     let controllers = file.lookup(file.docs[0].root, &["controllers"]).unwrap();
-    let (key, _) = file.entries(controllers)[0];
+    let (key, _) = file.entries(controllers).first().unwrap();
     assert_eq!(file.slice(file.node(key).span), "*app");
     assert_eq!(file.line_col(file.node(key).span.start), (3, 3));
     // An alias naming no anchor at all stays an error, where go-yaml reports it.
