@@ -99,7 +99,6 @@ impl Model<'_> {
                 _ => return Err(format!("component `{text}` does not exist")),
             };
             out.push(ResourceRef {
-                text: text.clone(),
                 item: *item,
                 target,
             });

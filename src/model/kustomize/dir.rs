@@ -5,7 +5,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::FileId;
 use crate::model::{Model, Name, ObjectIdx, join};
-use crate::parse::NodeId;
+use crate::parse::{NodeId, YamlFile};
 
 use super::transformers::Transformers;
 
@@ -22,14 +22,21 @@ pub enum RefTarget {
     OutsideRoot,
 }
 
-/// One entry of a kustomization's `resources`, `bases` or `components` list.
+/// One entry of a kustomization's `resources`, `bases` or `components` list (or of a Flux
+/// Kustomization's `spec.components`).
 #[derive(Clone, Debug)]
 pub struct ResourceRef {
-    /// The entry's text as written.
-    pub text: String,
     /// The sequence item node (its span and dash are what an edit removes).
     pub item: NodeId,
     pub target: RefTarget,
+}
+
+impl ResourceRef {
+    /// The entry's text as written in `listed_in`, the file that lists it: read there rather
+    /// than copied, as a fleet has an entry for nearly every file (issue 26).
+    pub fn text<'y>(&self, listed_in: &'y YamlFile) -> &'y str {
+        listed_in.scalar(self.item).unwrap_or_default()
+    }
 }
 
 /// A directory with a kustomization file.

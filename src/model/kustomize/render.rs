@@ -112,7 +112,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         let chain = [k.file];
         let mut out = Vec::new();
         for r in &k.resources {
-            out.extend(self.render_ref(r, &chain)?);
+            out.extend(self.render_ref(r, k.file, &chain)?);
         }
         for (object, hash_suffix) in &k.generated {
             let mut key = self.model.objects[*object].key.clone();
@@ -162,7 +162,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
             if let RefTarget::Remote(_) = c.target {
                 return Ok(());
             }
-            return Err(format!("component `{}` is not a directory", c.text));
+            // Only a kustomization's own `components` entry can be anything but a directory
+            // (`Model::flux_components` keeps directories alone): `parent` lists it.
+            let text = parent.map_or("", |f| c.text(&self.model.repo.file(f).yaml));
+            return Err(format!("component `{text}` is not a directory"));
         };
         let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
             return Err(format!("component {cdir} has no kustomization file"));
@@ -175,7 +178,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         let comp_file = comp.file;
         let chain: Vec<FileId> = parent.into_iter().chain([comp_file]).collect();
         for r in &comp.resources {
-            out.extend(self.render_ref(r, &chain)?);
+            out.extend(self.render_ref(r, comp_file, &chain)?);
         }
         for o in out.iter_mut() {
             transform.apply(o);
@@ -183,12 +186,15 @@ impl<'m, 'r> Renderer<'m, 'r> {
         apply_transformers(&comp.transformers, out)
     }
 
-    /// Render one resources entry, prefixing `chain` to the chain of what it brings in.
+    /// Render one resources entry of the kustomization file `listed_in`, prefixing `chain` to
+    /// the chain of what it brings in.
     pub fn render_ref(
         &mut self,
         r: &ResourceRef,
+        listed_in: FileId,
         chain: &[FileId],
     ) -> Result<Vec<Rendered>, String> {
+        let text = || r.text(&self.model.repo.file(listed_in).yaml);
         match &r.target {
             RefTarget::File(path) => Ok(self.file_objects(path, chain)),
             RefTarget::Dir(path) => {
@@ -200,10 +206,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
             }
             RefTarget::Remote(_) => Ok(Vec::new()),
             RefTarget::Missing(path) => {
-                Err(format!("resource `{}` does not exist ({path})", r.text))
+                Err(format!("resource `{}` does not exist ({path})", text()))
             }
             RefTarget::OutsideRoot => {
-                Err(format!("resource `{}` leaves the repository root", r.text))
+                Err(format!("resource `{}` leaves the repository root", text()))
             }
         }
     }

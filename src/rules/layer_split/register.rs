@@ -87,7 +87,7 @@ pub(in crate::rules) fn register(
                 .iter()
                 // Compared in place: a fleet has a resource entry per file and a fix per layer.
                 .filter(|r| matches!(&r.target, RefTarget::File(p) if *p == file.path))
-                .map(move |r| (k.file, r.item, r.text.as_str()))
+                .map(move |r| (k.file, r.item, r.text(&model.repo.file(k.file).yaml)))
         })
         .collect();
     listers.sort_unstable();
