@@ -55,9 +55,18 @@ pub struct KustomizeDir {
     pub name_suffix: String,
     /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
     pub generated: Vec<(ObjectIdx, Option<Name>)>,
-    /// What its `transformers:` and `replacements:` do to identities.
-    pub transformers: Transformers,
+    /// What its `transformers:` and `replacements:` do to identities, when anything (read it
+    /// with [`KustomizeDir::transformers`]): few directories have any, and a fleet keeps a
+    /// record for each (issue 26).
+    pub(super) transformers: Option<Box<Transformers>>,
 }
+
+/// What a directory without `transformers:` or `replacements:` has.
+static NO_TRANSFORMERS: Transformers = Transformers {
+    identity: Vec::new(),
+    error: None,
+    unknown: Vec::new(),
+};
 
 /// The fields of a kustomization file, besides `resources` and `components`, that name files
 /// of the build: patches and configurations of transformers, generators and validators.
@@ -76,6 +85,11 @@ pub(in crate::model) const NAMED_FILE_FIELDS: &[&str] = &[
 pub(super) const PATCH_FIELDS: &[&str] = &["patches", "patchesStrategicMerge", "patchesJson6902"];
 
 impl KustomizeDir {
+    /// What its `transformers:` and `replacements:` do to identities.
+    pub fn transformers(&self) -> &Transformers {
+        self.transformers.as_deref().unwrap_or(&NO_TRANSFORMERS)
+    }
+
     /// The repository paths of the files this kustomization names under `fields` (a plain
     /// entry, or an entry's `path`), resolved against its directory `dir`.
     pub(in crate::model) fn named_files<'m>(

@@ -148,7 +148,9 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
         name_prefix: scalar("namePrefix").unwrap_or_default(),
         name_suffix: scalar("nameSuffix").unwrap_or_default(),
         generated: Vec::new(),
-        transformers: transformers::read(repo, dir, &source.path, yaml, root),
+        transformers: Some(transformers::read(repo, dir, &source.path, yaml, root))
+            .filter(|t| !t.is_empty())
+            .map(Box::new),
     })
 }
 

@@ -144,7 +144,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             transform.apply(o);
         }
         apply_renames(self.model, &late, &mut out);
-        apply_transformers(&k.transformers, &mut out)?;
+        apply_transformers(k.transformers(), &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
     }
@@ -183,7 +183,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         for o in out.iter_mut() {
             transform.apply(o);
         }
-        apply_transformers(&comp.transformers, out)
+        apply_transformers(comp.transformers(), out)
     }
 
     /// Render one resources entry of the kustomization file `listed_in`, prefixing `chain` to
@@ -200,7 +200,9 @@ impl<'m, 'r> Renderer<'m, 'r> {
             RefTarget::Dir(path) => {
                 let mut objs = self.render_dir_owned(path)?;
                 for o in &mut objs {
-                    o.chain.splice(0..0, chain.iter().copied());
+                    // Exactly as long as it is: inventories keep every chain for the whole
+                    // run, and splicing in front would keep the room the vector grew into.
+                    o.chain = chain.iter().chain(&o.chain).copied().collect();
                 }
                 Ok(objs)
             }
