@@ -91,7 +91,7 @@ impl YamlFile {
             line_ending: LineEnding::from_line_starts(text, &scratch.line_starts),
             text: String::new(),
             bom,
-            docs: Vec::new(),
+            docs: Box::default(),
             nodes,
             entries: scratch.entries.as_slice().into(),
             items: scratch.items.as_slice().into(),
@@ -142,8 +142,7 @@ impl YamlFile {
         if let (None, Some(last)) = (&error, docs.last_mut()) {
             last.region.end = file.text.len();
         }
-        docs.shrink_to_fit();
-        file.docs = docs;
+        file.docs = docs.into_boxed_slice();
         (file, error)
     }
 }

@@ -236,7 +236,7 @@ impl Gate<'_> {
             }
             self.consumed.borrow_mut()[i] = true;
             let (frag, err) = YamlFile::parse(&self.pad(i, &e.text));
-            let want = match (err, frag.docs.as_slice()) {
+            let want = match (err, &*frag.docs) {
                 (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string())?,
                 (None, []) => Value::Null,
                 _ => {
@@ -457,7 +457,7 @@ impl Gate<'_> {
             self.pad(edit, text)
         };
         let (frag, err) = YamlFile::parse(&source);
-        match (err, frag.docs.as_slice()) {
+        match (err, &*frag.docs) {
             (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string()),
             _ => Err(format!(
                 "{path}: the text inserted at line {} ({:?}) is not YAML on its own",
