@@ -208,7 +208,7 @@ impl Reader<'_> {
             self.error(root, format!("expected a mapping of {}", KEYS.join(", ")));
             return;
         }
-        for &(key, value) in self.yaml.entries(root) {
+        for (key, value) in self.yaml.entries(root) {
             let name = self.yaml.scalar(key).unwrap_or_default();
             match name {
                 "rules" => self.rules(value),
@@ -286,7 +286,7 @@ impl Reader<'_> {
             );
             return;
         }
-        for &(key, value) in self.yaml.entries(node) {
+        for (key, value) in self.yaml.entries(node) {
             let name = self.yaml.scalar(key).unwrap_or_default();
             let Some(rule) = crate::rules::by_id(name) else {
                 self.error(
@@ -309,7 +309,7 @@ impl Reader<'_> {
                 );
                 continue;
             }
-            for &(k, v) in self.yaml.entries(value) {
+            for (k, v) in self.yaml.entries(value) {
                 let field = self.yaml.scalar(k).unwrap_or_default();
                 let text = self.yaml.scalar(v).unwrap_or_default();
                 match field {

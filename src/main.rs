@@ -18,13 +18,12 @@ use clap::Parser;
 use cli::Cli;
 use commands::ExitStatus;
 
-/// mimalloc (built without transparent huge pages): parsing allocates and frees millions of short
-/// strings; against the system allocator it was faster at 10k and 100k files for about the same
-/// peak memory (README, Performance).
+/// mimalloc: see [`fluxmend::platform::Allocator`].
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: fluxmend::platform::Allocator = fluxmend::platform::Allocator {};
 
 fn main() -> ExitCode {
+    fluxmend::platform::release_freed_memory_at_once();
     let status = match Cli::try_parse() {
         Ok(cli) => commands::run(cli.command),
         Err(e) => {

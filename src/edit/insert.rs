@@ -57,10 +57,10 @@ pub fn insert_entry(file: &YamlFile, map: NodeId, lines: &[String]) -> Result<Te
     let NodeKind::Mapping { entries, flow } = file.node(map).kind else {
         return Err(EditError::Unsupported("not a mapping".into()));
     };
-    let &(first_key, _) = entries
+    let (first_key, _) = entries
         .first()
         .ok_or_else(|| EditError::Unsupported("empty mapping".into()))?;
-    let &(last_key, last_value) = entries.last().expect("not empty");
+    let (last_key, last_value) = entries.last().expect("not empty");
     let end = file
         .node(last_value)
         .span

@@ -198,6 +198,7 @@ pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdi
     let NodeKind::Mapping { entries, flow } = file.node(map).kind else {
         return Err(EditError::Unsupported("not a mapping".into()));
     };
+    let entries: Vec<(NodeId, NodeId)> = entries.iter().collect();
     let idx = entries
         .iter()
         .position(|&(k, _)| k == key)

@@ -54,7 +54,7 @@ pub fn annotations_with(
     let read = |out: &mut Vec<(String, String)>, file: FileId, node: Option<NodeId>| {
         let yaml = &model.repo.file(file).yaml;
         if let Some(map) = node {
-            for &(k, v) in yaml.entries(map) {
+            for (k, v) in yaml.entries(map) {
                 if let (Some(k), Some(v)) = (yaml.scalar(k), yaml.scalar(v)) {
                     out.push((k.to_string(), v.to_string()));
                 }

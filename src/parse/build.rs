@@ -5,8 +5,8 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
 use super::file::{Document, LineEnding, ParseError, YamlFile, dash_of};
 use super::node::{
-    ALIAS, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LINE_BLOCK, MAPPING, MAX_TEXT, NodeId, Packed,
-    SCALAR, SEQUENCE, ScalarStyle, Span,
+    ALIAS, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
+    MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, Packed, SCALAR, SEQUENCE, ScalarStyle, Span,
 };
 use super::{ends, lenient};
 
@@ -85,16 +85,17 @@ impl YamlFile {
         };
         let mut docs = builder.docs;
         let mut scratch = builder.scratch;
+        let nodes = scratch.pack();
         // Exact-size copies: these live as long as the repository, the scratch is reused.
         let mut file = YamlFile {
             line_ending: LineEnding::from_line_starts(text, &scratch.line_starts),
             text: String::new(),
             bom,
-            docs: Vec::new(),
-            nodes: scratch.nodes.as_slice().into(),
+            docs: Box::default(),
+            nodes,
             entries: scratch.entries.as_slice().into(),
             items: scratch.items.as_slice().into(),
-            dashes: scratch.dashes.as_slice().into(),
+            offsets: scratch.offsets.as_slice().into(),
             strings: std::mem::take(&mut scratch.strings).into_boxed_slice(),
             line_index: scratch
                 .line_starts
@@ -141,8 +142,7 @@ impl YamlFile {
         if let (None, Some(last)) = (&error, docs.last_mut()) {
             last.region.end = file.text.len();
         }
-        docs.shrink_to_fit();
-        file.docs = docs;
+        file.docs = docs.into_boxed_slice();
         (file, error)
     }
 }
@@ -209,12 +209,14 @@ fn stream_events(text: &str, builder: &mut Builder) -> Result<(), ParseError> {
 /// growth garbage; the file keeps exact-size copies.
 #[derive(Default)]
 struct Scratch {
-    nodes: Vec<Packed>,
-    entries: Vec<(NodeId, NodeId)>,
+    nodes: Vec<Open>,
+    entries: Vec<NodeId>,
     items: Vec<NodeId>,
     dashes: Vec<(NodeId, u32)>,
     /// Stored values and tags, as [`YamlFile`] keeps them.
     strings: Vec<(NodeId, Box<str>)>,
+    /// [`YamlFile::offsets`] as [`Scratch::pack`] gathers them.
+    offsets: Vec<(NodeId, u32)>,
     line_starts: Vec<u32>,
     stack: Vec<Frame>,
     /// Children of the open collections, innermost last; a collection's are moved to its arena
@@ -239,10 +241,54 @@ impl Scratch {
         self.items.clear();
         self.dashes.clear();
         self.strings.clear();
+        self.offsets.clear();
         self.line_starts.clear();
         self.stack.clear();
         self.children.clear();
         self.anchors.clear();
+    }
+
+    /// The file's node records, each node's end moved to where [`Packed`] says: a collection's
+    /// into its arena header, an alias's into the offsets (final after this, like the arenas).
+    fn pack(&mut self) -> Box<[Packed]> {
+        // A collection the parse stopped inside (its document is dropped) reads as empty.
+        for frame in self.stack.drain(..) {
+            let node = &mut self.nodes[frame.id as usize];
+            if frame.mapping {
+                node.data |= self.entries.len() as u32;
+                let flow = if frame.flow { FLOW_MAPPING } else { 0 };
+                self.entries.extend([0, flow]);
+            } else {
+                node.data |= self.items.len() as u32;
+                self.items.extend([u32::from(frame.flow), 0]);
+            }
+        }
+        let mut dashes = self.dashes.iter().copied();
+        let mut packed = Vec::with_capacity(self.nodes.len());
+        for (id, node) in (0..).zip(&self.nodes) {
+            if node.data & HAS_DASH != 0 {
+                self.offsets.extend(dashes.next());
+            }
+            let index = (node.data & PAYLOAD) as usize;
+            let mut data = node.data;
+            match node.data >> KIND_SHIFT {
+                SCALAR => match node.end.checked_sub(node.start) {
+                    Some(len) if len < LONG => data |= len << LEN_SHIFT,
+                    _ => {
+                        data |= LONG << LEN_SHIFT;
+                        self.offsets.push((id, node.end));
+                    }
+                },
+                MAPPING => self.entries[index + 1] |= node.end,
+                SEQUENCE => self.items[index + 1] = node.end,
+                _ => self.offsets.push((id, node.end)),
+            }
+            packed.push(Packed {
+                start: node.start,
+                data,
+            });
+        }
+        packed.into_boxed_slice()
     }
 
     /// Forget the storage of an unusually large file.
@@ -254,6 +300,15 @@ impl Scratch {
             *self = Scratch::default();
         }
     }
+}
+
+/// A node while the file is built: its end is still read and moved (a collection's is set
+/// when it closes); [`Scratch::pack`] stores it as the file keeps it.
+#[derive(Clone, Copy)]
+struct Open {
+    start: u32,
+    end: u32,
+    data: u32,
 }
 
 /// An open collection while events stream in.
@@ -372,7 +427,7 @@ impl Builder<'_> {
             data |= HAS_DASH;
             scratch.dashes.push((id, dash as u32));
         }
-        scratch.nodes.push(Packed {
+        scratch.nodes.push(Open {
             start: span.start as u32,
             end: span.end as u32,
             data,
@@ -463,16 +518,28 @@ impl Builder<'_> {
         let (first, last) = (children.first().copied(), children.last().copied());
         let index = if frame.mapping {
             let index = scratch.entries.len();
-            let pairs = children.chunks_exact(2).map(|p| (p[0], p[1]));
-            scratch.entries.push((0, u32::from(frame.flow)));
-            scratch.entries.extend(pairs);
-            scratch.entries[index].0 = (scratch.entries.len() - index - 1) as u32;
+            let pairs = children.chunks_exact(2);
+            let len = pairs.len() as u32;
+            // Keys alone when every value is the node after its key (see `Entries`).
+            let paired = pairs.clone().any(|p| p[1] != p[0] + 1);
+            let flow = if frame.flow { FLOW_MAPPING } else { 0 };
+            // Its end is added once packed.
+            scratch
+                .entries
+                .extend([len << 1 | if paired { PAIRED } else { 0 }, flow]);
+            if paired {
+                scratch.entries.extend(pairs.flatten());
+            } else {
+                scratch.entries.extend(pairs.map(|p| p[0]));
+            }
             index
         } else {
             let index = scratch.items.len();
             scratch
                 .items
                 .push((children.len() as u32) << 1 | u32::from(frame.flow));
+            // Its end, once packed.
+            scratch.items.push(0);
             scratch.items.extend_from_slice(children);
             index
         };

@@ -3,8 +3,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LINE_BLOCK, MAPPING, Node, NodeId, NodeKind, PAYLOAD,
-    Packed, SCALAR, SCALAR_STYLES, SEQUENCE, ScalarStyle, Span,
+    Entries, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
+    MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR, SCALAR_STYLES, SEQUENCE,
+    ScalarStyle, Span,
 };
 
 /// One document of a (possibly multi-document) file.
@@ -26,14 +27,21 @@ pub struct YamlFile {
     pub bom: bool,
     /// The file's dominant line ending, used for everything written into it.
     pub line_ending: LineEnding,
-    pub docs: Vec<Document>,
+    /// Boxed, not a vector: with it a file's record fits mimalloc's 192-byte class, not 224
+    /// (issue 26: a fleet keeps one a file).
+    pub docs: Box<[Document]>,
     pub(super) nodes: Box<[Packed]>,
-    /// Mapping children: at a mapping's index `(len, flow)`, then its `len` (key, value) pairs.
-    pub(super) entries: Box<[(NodeId, NodeId)]>,
-    /// Sequence children: at a sequence's index `len << 1 | flow`, then its `len` items.
+    /// Mapping children: at a mapping's index `len << 1 | PAIRED if paired`, then
+    /// `end | FLOW_MAPPING if flow`, then its `len` keys, or `len` (key, value) pairs when paired
+    /// (see [`Entries`]).
+    pub(super) entries: Box<[NodeId]>,
+    /// Sequence children: at a sequence's index `len << 1 | flow`, then its end, then its `len`
+    /// items.
     pub(super) items: Box<[NodeId]>,
-    /// The dash byte of each block-sequence item, by node id (ascending).
-    pub(super) dashes: Box<[(NodeId, u32)]>,
+    /// The dash byte of each block-sequence item, and the end of each node whose record cannot
+    /// hold it (an alias, a scalar of 16 MiB or more), by node id (ascending; a node's dash
+    /// before its end): both few, so one table.
+    pub(super) offsets: Box<[(NodeId, u32)]>,
     /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
     /// value before its tag): both rare, so one table, not two, in every file's record.
     pub(super) strings: Box<[(NodeId, Box<str>)]>,
@@ -85,37 +93,51 @@ impl YamlFile {
     /// The node `id`, unpacked.
     pub fn node(&self, id: NodeId) -> Node<'_> {
         let packed = self.nodes[id as usize];
+        let start = packed.start as usize;
         let payload = packed.data & PAYLOAD;
-        let kind = match packed.data >> KIND_SHIFT {
-            SCALAR => NodeKind::Scalar {
-                value: (payload & HAS_VALUE != 0).then(|| self.stored_value(id)),
-                style: SCALAR_STYLES[(payload & 0b111) as usize],
-                tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
-            },
+        let (kind, end) = match packed.data >> KIND_SHIFT {
+            SCALAR => {
+                let kind = NodeKind::Scalar {
+                    value: (payload & HAS_VALUE != 0).then(|| self.stored_value(id)),
+                    style: SCALAR_STYLES[(payload & 0b111) as usize],
+                    tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
+                };
+                let len = payload >> LEN_SHIFT;
+                let end = if len == LONG {
+                    self.stored_end(id)
+                } else {
+                    start + len as usize
+                };
+                (kind, end)
+            }
             MAPPING => {
-                let (len, flow) = self.entries[payload as usize];
-                let first = payload as usize + 1;
-                NodeKind::Mapping {
-                    entries: &self.entries[first..first + len as usize],
-                    flow: flow != 0,
-                }
+                let (entries, tail) = self.mapping_at(payload as usize);
+                let kind = NodeKind::Mapping {
+                    entries,
+                    flow: tail & FLOW_MAPPING != 0,
+                };
+                (kind, (tail & !FLOW_MAPPING) as usize)
             }
             SEQUENCE => {
                 let header = self.items[payload as usize];
-                let first = payload as usize + 1;
-                NodeKind::Sequence {
+                let first = payload as usize + 2;
+                let kind = NodeKind::Sequence {
                     items: &self.items[first..first + (header >> 1) as usize],
                     flow: header & 1 != 0,
-                }
+                };
+                (kind, self.items[payload as usize + 1] as usize)
             }
-            _ => NodeKind::Alias {
-                target: payload.checked_sub(1),
-            },
+            _ => {
+                let kind = NodeKind::Alias {
+                    target: payload.checked_sub(1),
+                };
+                (kind, self.stored_end(id))
+            }
         };
         Node {
             kind,
-            span: Span::new(packed.start as usize, packed.end as usize),
-            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.dashes, id)),
+            span: Span::new(start, end),
+            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.offsets, id)),
         }
     }
 
@@ -178,10 +200,10 @@ impl YamlFile {
     }
 
     /// Entries of a mapping node, aliases followed (empty for anything else).
-    pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
+    pub fn entries(&self, id: NodeId) -> Entries<'_> {
         match self.resolve(id).map(|id| self.node(id).kind) {
             Some(NodeKind::Mapping { entries, .. }) => entries,
-            _ => &[],
+            _ => Entries::default(),
         }
     }
 
@@ -190,7 +212,6 @@ impl YamlFile {
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
-            .copied()
             .find(|&(k, _)| self.scalar(k) == Some(key))
     }
 
@@ -240,10 +261,10 @@ impl YamlFile {
     pub(super) fn first_collection_key(&self) -> Option<NodeId> {
         let mut best: Option<NodeId> = None;
         let mut at = 0;
-        while let Some(&(len, _)) = self.entries.get(at) {
-            let entries = &self.entries[at + 1..at + 1 + len as usize];
-            at += 1 + len as usize;
-            for &(k, _) in entries {
+        while at < self.entries.len() {
+            let (entries, _) = self.mapping_at(at);
+            at += 2 + entries.ids.len();
+            for (k, _) in entries {
                 let kind = self.nodes[k as usize].data >> KIND_SHIFT;
                 let start = |n: NodeId| self.nodes[n as usize].start;
                 if (kind == MAPPING || kind == SEQUENCE) && best.is_none_or(|b| start(k) < start(b))
@@ -263,9 +284,9 @@ impl YamlFile {
         let mut keys: Vec<(&str, NodeId)> = Vec::new();
         // Every mapping's entries, straight from the arena: a header, then its pairs.
         let mut at = 0;
-        while let Some(&(len, _)) = self.entries.get(at) {
-            let entries = &self.entries[at + 1..at + 1 + len as usize];
-            at += 1 + len as usize;
+        while at < self.entries.len() {
+            let (entries, _) = self.mapping_at(at);
+            at += 2 + entries.ids.len();
             if entries.len() < 2 {
                 continue;
             }
@@ -273,7 +294,7 @@ impl YamlFile {
             keys.extend(
                 entries
                     .iter()
-                    .filter_map(|&(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
+                    .filter_map(|(k, _)| self.scalar_in(k).filter(|v| *v != "<<").map(|v| (v, k))),
             );
             // Most mappings are small: comparing pairs is cheaper than hashing.
             let duplicate = if keys.len() <= 16 {
@@ -301,10 +322,29 @@ impl YamlFile {
 }
 
 impl YamlFile {
+    /// The mapping whose header is at `index` of the entries arena: its entries, and the
+    /// header's second word (its end and flow flag).
+    fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
+        let header = self.entries[index];
+        let len = (header >> 1) as usize;
+        let paired = header & PAIRED != 0;
+        let first = index + 2;
+        let ids = &self.entries[first..first + if paired { 2 * len } else { len }];
+        (Entries { ids, paired }, self.entries[index + 1])
+    }
+
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
     fn stored_value(&self, id: NodeId) -> &str {
         let i = self.strings.partition_point(|(n, _)| *n < id);
         self.strings.get(i).map_or("", |(_, s)| s)
+    }
+
+    /// The end of node `id` when its record cannot hold it: the last offset of `id`.
+    fn stored_end(&self, id: NodeId) -> usize {
+        let i = self.offsets.partition_point(|(n, _)| *n <= id);
+        i.checked_sub(1)
+            .and_then(|i| self.offsets.get(i))
+            .map_or(0, |&(_, end)| end as usize)
     }
 
     /// The tag of node `id` (present: its flag said so): the last string of `id`.
@@ -316,9 +356,9 @@ impl YamlFile {
     }
 }
 
-/// The dash byte of block-sequence item `id` (present: its flag said so).
-pub(super) fn dash_of(dashes: &[(NodeId, u32)], id: NodeId) -> usize {
-    dashes
-        .binary_search_by_key(&id, |(n, _)| *n)
-        .map_or(0, |i| dashes[i].1 as usize)
+/// The dash byte of block-sequence item `id` (present: its flag said so): the first offset of
+/// `id` in `offsets` (the file's, or the builder's dashes alone).
+pub(super) fn dash_of(offsets: &[(NodeId, u32)], id: NodeId) -> usize {
+    let i = offsets.partition_point(|(n, _)| *n < id);
+    offsets.get(i).map_or(0, |&(_, d)| d as usize)
 }

@@ -18,7 +18,7 @@ mod value;
 
 pub use build::MAX_NESTING;
 pub use file::{Document, LineEnding, ParseError, YamlFile};
-pub use node::{Node, NodeId, NodeKind, ScalarStyle, Span};
+pub use node::{Entries, EntriesIter, Node, NodeId, NodeKind, ScalarStyle, Span};
 pub(crate) use value::is_null;
 pub use value::{AliasBudgetExceeded, VALUE_NODE_BUDGET, Value};
 

@@ -50,7 +50,7 @@ pub enum NodeKind<'a> {
         tag: Option<&'a str>,
     },
     Mapping {
-        entries: &'a [(NodeId, NodeId)],
+        entries: Entries<'a>,
         flow: bool,
     },
     Sequence {
@@ -64,6 +64,90 @@ pub enum NodeKind<'a> {
     },
 }
 
+/// A mapping's (key, value) pairs, in source order. The arena keeps most mappings' keys alone:
+/// a value is the node right after its key, unless the key is a collection (which Flux refuses
+/// anyway), and a fleet has millions of entries.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Entries<'a> {
+    /// The keys, or with `paired` each key followed by its value.
+    pub(super) ids: &'a [NodeId],
+    pub(super) paired: bool,
+}
+
+impl<'a> Entries<'a> {
+    pub fn len(&self) -> usize {
+        if self.paired {
+            self.ids.len() / 2
+        } else {
+            self.ids.len()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The `i`th (key, value) pair.
+    pub fn get(&self, i: usize) -> Option<(NodeId, NodeId)> {
+        if self.paired {
+            Some((*self.ids.get(2 * i)?, *self.ids.get(2 * i + 1)?))
+        } else {
+            self.ids.get(i).map(|&k| (k, k + 1))
+        }
+    }
+
+    pub fn first(&self) -> Option<(NodeId, NodeId)> {
+        self.get(0)
+    }
+
+    pub fn last(&self) -> Option<(NodeId, NodeId)> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    pub fn iter(self) -> EntriesIter<'a> {
+        EntriesIter {
+            entries: self,
+            range: 0..self.len(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for Entries<'a> {
+    type Item = (NodeId, NodeId);
+    type IntoIter = EntriesIter<'a>;
+
+    fn into_iter(self) -> EntriesIter<'a> {
+        self.iter()
+    }
+}
+
+/// The pairs of [`Entries`], by value.
+#[derive(Clone, Debug)]
+pub struct EntriesIter<'a> {
+    entries: Entries<'a>,
+    range: std::ops::Range<usize>,
+}
+
+impl Iterator for EntriesIter<'_> {
+    type Item = (NodeId, NodeId);
+
+    fn next(&mut self) -> Option<(NodeId, NodeId)> {
+        self.range.next().and_then(|i| self.entries.get(i))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for EntriesIter<'_> {
+    fn next_back(&mut self) -> Option<(NodeId, NodeId)> {
+        self.range.next_back().and_then(|i| self.entries.get(i))
+    }
+}
+
+impl ExactSizeIterator for EntriesIter<'_> {}
+
 /// One YAML node with the byte range of its own text (properties such as `&anchor` excluded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Node<'a> {
@@ -73,21 +157,23 @@ pub struct Node<'a> {
     pub dash: Option<usize>,
 }
 
-/// How a node is stored: 12 bytes, because a 100,000-file fleet has five million of them and
-/// their size is most of fluxmend's memory. [`YamlFile::node`] unpacks it into a [`Node`].
+/// How a node is stored: 8 bytes, because a 100,000-file fleet has five million of them and
+/// their size is most of fluxmend's memory. Its end is kept where it costs least: a scalar's
+/// length in its record, a collection's in its arena header, an alias's (and a scalar's too
+/// long for its record) in [`YamlFile::offsets`]. [`YamlFile::node`] unpacks it into a [`Node`].
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Packed {
     pub(super) start: u32,
-    pub(super) end: u32,
-    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags,
-    /// a collection's index in its arena, or an alias's target + 1 (0: unknown anchor).
+    /// The kind in the top two bits, then [`HAS_DASH`]; below them a scalar's style and flags
+    /// and its length from [`LEN_SHIFT`], a collection's index in its arena, or an alias's
+    /// target + 1 (0: unknown anchor).
     pub(super) data: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<Packed>() == 12);
+const _: () = assert!(std::mem::size_of::<Packed>() == 8);
 
 pub(super) const KIND_SHIFT: u32 = 30;
-/// The node is an item of a block sequence; its dash is in [`YamlFile::dashes`].
+/// The node is an item of a block sequence; its dash is in [`YamlFile::offsets`].
 pub(super) const HAS_DASH: u32 = 1 << 29;
 pub(super) const PAYLOAD: u32 = HAS_DASH - 1;
 pub(super) const SCALAR: u32 = 0;
@@ -97,6 +183,14 @@ pub(super) const ALIAS: u32 = 3;
 /// Scalar flags beside the style (bits 0..3): a stored value, a tag.
 pub(super) const HAS_VALUE: u32 = 1 << 3;
 pub(super) const HAS_TAG: u32 = 1 << 4;
+/// Where a scalar's length starts in its payload.
+pub(super) const LEN_SHIFT: u32 = 5;
+/// The length field of a scalar whose end is in [`YamlFile::offsets`] instead (16 MiB or more).
+pub(super) const LONG: u32 = PAYLOAD >> LEN_SHIFT;
+/// In a mapping's arena header: its entries are stored as (key, value) pairs, not keys alone.
+pub(super) const PAIRED: u32 = 1;
+/// In a mapping's arena header, beside its end: the mapping is a flow mapping.
+pub(super) const FLOW_MAPPING: u32 = 1 << 31;
 
 /// Files this large are refused: offsets are 32 bits and ids and arena indexes 29. The loader
 /// skips files over 8 MiB long before this.

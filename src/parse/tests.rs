@@ -46,7 +46,7 @@ fn contains_alias(file: &YamlFile, id: NodeId) -> bool {
         NodeKind::Sequence { items, .. } => items.iter().any(|&i| contains_alias(file, i)),
         NodeKind::Mapping { entries, .. } => entries
             .iter()
-            .any(|&(k, v)| contains_alias(file, k) || contains_alias(file, v)),
+            .any(|(k, v)| contains_alias(file, k) || contains_alias(file, v)),
     }
 }
 
@@ -183,6 +183,59 @@ fn syntax_errors_keep_earlier_documents() {
     let err = err.expect("an error");
     assert_eq!(file.docs.len(), 1);
     assert!(err.line >= 3, "{err}");
+}
+
+#[test]
+fn collections_a_syntax_error_left_open_read_as_empty() {
+    let (file, err) = YamlFile::parse("a: 1\n---\nb:\n  c: [1, 2\n");
+    assert!(err.is_some());
+    for id in file.node_ids() {
+        let node = file.node(id);
+        if node.span.start >= file.docs[0].region.end {
+            match node.kind {
+                NodeKind::Mapping { entries, .. } => assert!(entries.is_empty(), "{id}"),
+                NodeKind::Sequence { items, .. } => assert!(items.is_empty(), "{id}"),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn ends_beyond_a_records_length_field_are_kept() {
+    // A scalar of 16 MiB or more, and aliases: their ends are stored beside the records.
+    let long = "x".repeat(1 << 24);
+    let text = format!("- &a {long}\n- *a\n- [*a, b]\n");
+    let file = parse_ok(&text);
+    let items = file.items(file.docs[0].root);
+    let span = |id: NodeId| file.node(id).span;
+    assert_eq!(span(items[0]), Span::new(5, 5 + long.len()));
+    let alias = text.find("*a").unwrap();
+    assert_eq!(span(items[1]), Span::new(alias, alias + 2));
+    assert_eq!(file.node(items[1]).dash, Some(alias - 2));
+    let flow = file.items(items[2]);
+    assert_eq!(file.slice(span(flow[0])), "*a");
+    assert_eq!(file.slice(span(flow[1])), "b");
+    assert_eq!(file.slice(span(items[2])), "[*a, b]");
+}
+
+#[test]
+fn a_mapping_with_a_collection_key_keeps_its_pairs() {
+    // Its values do not follow their keys, so its entries are stored as pairs.
+    let (file, err) = YamlFile::parse("? [a, b]\n: 1\nc: 2\n");
+    assert!(err.is_some());
+    let map = file
+        .node_ids()
+        .find(|&id| matches!(file.node(id).kind, NodeKind::Mapping { .. }))
+        .unwrap();
+    let entries = file.entries(map);
+    assert_eq!(entries.len(), 2);
+    let texts: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(k, v)| (file.slice(file.node(k).span), file.scalar_text(v)))
+        .collect();
+    assert_eq!(texts, [("[a, b]", "1"), ("c", "2")]);
+    assert_eq!(entries.last(), entries.iter().next_back());
 }
 
 // ---- property test: random documents, every span re-parses to its node's value ----
@@ -619,7 +672,7 @@ fn an_alias_followed_by_a_colon_is_a_mapping_key() {
     );
     assert_eq!(value_at(&file, &["after"]), str_value("ipmi"));
     let controllers = file.lookup(file.docs[0].root, &["controllers"]).unwrap();
-    let (key, _) = file.entries(controllers)[0];
+    let (key, _) = file.entries(controllers).first().unwrap();
     assert_eq!(file.slice(file.node(key).span), "*app");
     assert_eq!(file.line_col(file.node(key).span.start), (3, 3));
     // An alias naming no anchor at all stays an error, where go-yaml reports it.

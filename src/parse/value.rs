@@ -3,7 +3,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::file::YamlFile;
-use super::node::{NodeId, NodeKind, ScalarStyle};
+use super::node::{Entries, NodeId, NodeKind, ScalarStyle};
 
 /// A plain data view of a node, aliases resolved under a budget, for the model and for comparing
 /// meanings before and after an edit.
@@ -116,11 +116,11 @@ impl YamlFile {
     #[inline(never)]
     fn map_value(
         &self,
-        entries: &[(NodeId, NodeId)],
+        entries: Entries<'_>,
         budget: &mut usize,
     ) -> Result<Value, AliasBudgetExceeded> {
         let mut out = MapBuilder::with_capacity(entries.len());
-        for &(k, v) in entries {
+        for (k, v) in entries {
             let key = self.value_within(k, budget)?;
             let value = self.value_within(v, budget)?;
             // `<<: *base` merge keys: the merged entries come first, explicit ones win.

@@ -7,11 +7,13 @@
 //! elsewhere the fallbacks check what can be checked and say what they could not do. No other
 //! module calls the operating system directly (`libc` is a dependency on Unix only).
 //!
-//! Each file has one job: `confine` (a confined child), `signals` (interrupts held off),
+//! Each file has one job: `allocator` (the global allocator and how it gives memory back),
+//! `confine` (a confined child), `signals` (interrupts held off),
 //! `process` (finding a program, a child's environment and end, ending at once), `index_stat`
 //! (git's index metadata), `private` (owner-only files), `open` (a regular file opened beneath
 //! a root), `dirfd` (files named relative to an open directory). None imports another.
 
+mod allocator;
 mod confine;
 pub mod dirfd;
 mod index_stat;
@@ -20,6 +22,7 @@ mod private;
 mod process;
 mod signals;
 
+pub use allocator::{Allocator, release_freed_memory_at_once};
 pub use confine::{Confined, Network, spawn_confined};
 pub use index_stat::{IndexStat, index_stat};
 pub use open::{Beneath, OpenError};

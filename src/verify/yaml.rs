@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
 use crate::load::Repo;
-use crate::parse::{NodeId, NodeKind, Span, Value, YamlFile};
+use crate::parse::{Entries, NodeId, NodeKind, Span, Value, YamlFile};
 
 /// Check every file a changeset edits or creates; `Err` names the file, the place and the change.
 pub fn check_changes(repo: &Repo, changes: &Changeset) -> Result<(), String> {
@@ -236,7 +236,7 @@ impl Gate<'_> {
             }
             self.consumed.borrow_mut()[i] = true;
             let (frag, err) = YamlFile::parse(&self.pad(i, &e.text));
-            let want = match (err, frag.docs.as_slice()) {
+            let want = match (err, &*frag.docs) {
                 (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string())?,
                 (None, []) => Value::Null,
                 _ => {
@@ -328,8 +328,8 @@ impl Gate<'_> {
 
     fn mapping(
         &self,
-        be: &[(NodeId, NodeId)],
-        ae: &[(NodeId, NodeId)],
+        be: Entries<'_>,
+        ae: Entries<'_>,
         flow: bool,
         path: &str,
     ) -> Result<(), String> {
@@ -339,6 +339,7 @@ impl Gate<'_> {
                 f.node(k).span.end.max(f.node(v).span.end),
             ),
         };
+        let (be, ae): (Vec<_>, Vec<_>) = (be.iter().collect(), ae.iter().collect());
         let before: Vec<Unit> = be.iter().map(|&e| entry(self.b, e)).collect();
         let after: Vec<Unit> = ae.iter().map(|&e| entry(self.a, e)).collect();
         let key_path = |f: &YamlFile, k: NodeId| {
@@ -456,7 +457,7 @@ impl Gate<'_> {
             self.pad(edit, text)
         };
         let (frag, err) = YamlFile::parse(&source);
-        match (err, frag.docs.as_slice()) {
+        match (err, &*frag.docs) {
             (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string()),
             _ => Err(format!(
                 "{path}: the text inserted at line {} ({:?}) is not YAML on its own",

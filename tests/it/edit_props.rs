@@ -321,14 +321,14 @@ fn scalars(docs: &[Doc]) -> Vec<Place> {
 fn entry_value(file: &YamlFile, d: usize, e: usize) -> NodeId {
     let root = file.docs[d].root;
     match file.node(root).kind {
-        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[e].1,
+        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries.get(e).unwrap().1,
         _ => panic!("documents are mappings"),
     }
 }
 
 fn map_entry_value(file: &YamlFile, map: NodeId, i: usize) -> NodeId {
     match file.node(map).kind {
-        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[i].1,
+        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries.get(i).unwrap().1,
         _ => panic!("not a mapping"),
     }
 }
@@ -467,7 +467,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
 
 fn entry_key(file: &YamlFile, d: usize, e: usize) -> NodeId {
     match file.node(file.docs[d].root).kind {
-        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries[e].0,
+        fluxmend::parse::NodeKind::Mapping { entries, .. } => entries.get(e).unwrap().0,
         _ => panic!("documents are mappings"),
     }
 }

@@ -144,7 +144,7 @@ pub(super) fn transformed_target_namespace(model: &Model, r: &Rendered) -> Optio
         let Some(k) = model.kustomize_dirs.get(dir).filter(|k| k.file == file) else {
             continue;
         };
-        for t in &k.transformers.identity {
+        for t in &k.transformers().identity {
             if let Some(ns) = t.target_namespace(current.as_deref()) {
                 current = Some(ns);
                 changed = true;

@@ -46,7 +46,7 @@ pub(super) fn unmodelled_fields(model: &Model, dir: &str, inventory: &[Rendered]
                 out.push(format!("`{field}` in {}", source.path));
             }
         }
-        out.extend(k.transformers.unknown.iter().cloned());
+        out.extend(k.transformers().unknown.iter().cloned());
     }
     out
 }
@@ -71,7 +71,7 @@ pub(super) fn unmodelled_below(model: &Model, dir: &str) -> Vec<String> {
                 out.push(format!("`{field}` in {}", source.path));
             }
         }
-        out.extend(k.transformers.unknown.iter().cloned());
+        out.extend(k.transformers().unknown.iter().cloned());
         for r in k.resources.iter().chain(&k.components) {
             if let RefTarget::Dir(d) = &r.target {
                 stack.push(d.clone());
@@ -99,7 +99,6 @@ impl Model<'_> {
                 _ => return Err(format!("component `{text}` does not exist")),
             };
             out.push(ResourceRef {
-                text: text.clone(),
                 item: *item,
                 target,
             });

@@ -5,7 +5,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::FileId;
 use crate::model::{Model, Name, ObjectIdx, join};
-use crate::parse::NodeId;
+use crate::parse::{NodeId, YamlFile};
 
 use super::transformers::Transformers;
 
@@ -22,14 +22,21 @@ pub enum RefTarget {
     OutsideRoot,
 }
 
-/// One entry of a kustomization's `resources`, `bases` or `components` list.
+/// One entry of a kustomization's `resources`, `bases` or `components` list (or of a Flux
+/// Kustomization's `spec.components`).
 #[derive(Clone, Debug)]
 pub struct ResourceRef {
-    /// The entry's text as written.
-    pub text: String,
     /// The sequence item node (its span and dash are what an edit removes).
     pub item: NodeId,
     pub target: RefTarget,
+}
+
+impl ResourceRef {
+    /// The entry's text as written in `listed_in`, the file that lists it: read there rather
+    /// than copied, as a fleet has an entry for nearly every file (issue 26).
+    pub fn text<'y>(&self, listed_in: &'y YamlFile) -> &'y str {
+        listed_in.scalar(self.item).unwrap_or_default()
+    }
 }
 
 /// A directory with a kustomization file.
@@ -48,9 +55,18 @@ pub struct KustomizeDir {
     pub name_suffix: String,
     /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
     pub generated: Vec<(ObjectIdx, Option<Name>)>,
-    /// What its `transformers:` and `replacements:` do to identities.
-    pub transformers: Transformers,
+    /// What its `transformers:` and `replacements:` do to identities, when anything (read it
+    /// with [`KustomizeDir::transformers`]): few directories have any, and a fleet keeps a
+    /// record for each (issue 26).
+    pub(super) transformers: Option<Box<Transformers>>,
 }
+
+/// What a directory without `transformers:` or `replacements:` has.
+static NO_TRANSFORMERS: Transformers = Transformers {
+    identity: Vec::new(),
+    error: None,
+    unknown: Vec::new(),
+};
 
 /// The fields of a kustomization file, besides `resources` and `components`, that name files
 /// of the build: patches and configurations of transformers, generators and validators.
@@ -69,6 +85,11 @@ pub(in crate::model) const NAMED_FILE_FIELDS: &[&str] = &[
 pub(super) const PATCH_FIELDS: &[&str] = &["patches", "patchesStrategicMerge", "patchesJson6902"];
 
 impl KustomizeDir {
+    /// What its `transformers:` and `replacements:` do to identities.
+    pub fn transformers(&self) -> &Transformers {
+        self.transformers.as_deref().unwrap_or(&NO_TRANSFORMERS)
+    }
+
     /// The repository paths of the files this kustomization names under `fields` (a plain
     /// entry, or an entry's `path`), resolved against its directory `dir`.
     pub(in crate::model) fn named_files<'m>(

@@ -113,8 +113,8 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
         yaml.items(list)
             .iter()
             .filter_map(|&item| {
-                let text = yaml.scalar(item)?.to_string();
-                let target = resolve_ref(model, dir, &text);
+                let text = yaml.scalar(item)?;
+                let target = resolve_ref(model, dir, text);
                 let (line, col) = yaml.line_col(yaml.node(item).span.start);
                 match &target {
                     RefTarget::Missing(path) => diagnostics.push(
@@ -128,7 +128,7 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
                     ),
                     _ => {}
                 }
-                Some(ResourceRef { text, item, target })
+                Some(ResourceRef { item, target })
             })
             .collect()
     };
@@ -148,7 +148,9 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
         name_prefix: scalar("namePrefix").unwrap_or_default(),
         name_suffix: scalar("nameSuffix").unwrap_or_default(),
         generated: Vec::new(),
-        transformers: transformers::read(repo, dir, &source.path, yaml, root),
+        transformers: Some(transformers::read(repo, dir, &source.path, yaml, root))
+            .filter(|t| !t.is_empty())
+            .map(Box::new),
     })
 }
 

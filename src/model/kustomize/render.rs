@@ -139,7 +139,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         let chain = [k.file];
         let mut out = Vec::new();
         for r in &k.resources {
-            out.extend(self.render_ref(r, &chain)?);
+            out.extend(self.render_ref(r, k.file, &chain)?);
         }
         for (object, hash_suffix) in &k.generated {
             let mut key = self.model.objects[*object].key.clone();
@@ -171,7 +171,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             transform.apply(o);
         }
         apply_renames(self.model, &late, &mut out);
-        apply_transformers(&k.transformers, &mut out)?;
+        apply_transformers(k.transformers(), &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
     }
@@ -189,7 +189,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
             if let RefTarget::Remote(_) = c.target {
                 return Ok(());
             }
-            return Err(format!("component `{}` is not a directory", c.text));
+            // Only a kustomization's own `components` entry can be anything but a directory
+            // (`Model::flux_components` keeps directories alone): `parent` lists it.
+            let text = parent.map_or("", |f| c.text(&self.model.repo.file(f).yaml));
+            return Err(format!("component `{text}` is not a directory"));
         };
         let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
             return Err(format!("component {cdir} has no kustomization file"));
@@ -202,35 +205,40 @@ impl<'m, 'r> Renderer<'m, 'r> {
         let comp_file = comp.file;
         let chain: Vec<FileId> = parent.into_iter().chain([comp_file]).collect();
         for r in &comp.resources {
-            out.extend(self.render_ref(r, &chain)?);
+            out.extend(self.render_ref(r, comp_file, &chain)?);
         }
         for o in out.iter_mut() {
             transform.apply(o);
         }
-        apply_transformers(&comp.transformers, out)
+        apply_transformers(comp.transformers(), out)
     }
 
-    /// Render one resources entry, prefixing `chain` to the chain of what it brings in.
+    /// Render one resources entry of the kustomization file `listed_in`, prefixing `chain` to
+    /// the chain of what it brings in.
     pub fn render_ref(
         &mut self,
         r: &ResourceRef,
+        listed_in: FileId,
         chain: &[FileId],
     ) -> Result<Vec<Rendered>, String> {
+        let text = || r.text(&self.model.repo.file(listed_in).yaml);
         match &r.target {
             RefTarget::File(path) => Ok(self.file_objects(path, chain)),
             RefTarget::Dir(path) => {
                 let mut objs = self.render_dir_owned(path)?;
                 for o in &mut objs {
-                    o.chain.splice(0..0, chain.iter().copied());
+                    // Exactly as long as it is: inventories keep every chain for the whole
+                    // run, and splicing in front would keep the room the vector grew into.
+                    o.chain = chain.iter().chain(&o.chain).copied().collect();
                 }
                 Ok(objs)
             }
             RefTarget::Remote(_) => Ok(Vec::new()),
             RefTarget::Missing(path) => {
-                Err(format!("resource `{}` does not exist ({path})", r.text))
+                Err(format!("resource `{}` does not exist ({path})", text()))
             }
             RefTarget::OutsideRoot => {
-                Err(format!("resource `{}` leaves the repository root", r.text))
+                Err(format!("resource `{}` leaves the repository root", text()))
             }
         }
     }

@@ -154,6 +154,13 @@ pub struct Transformers {
     pub unknown: Vec<String>,
 }
 
+impl Transformers {
+    /// Nothing to do and nothing to say: what most kustomizations have.
+    pub(super) fn is_empty(&self) -> bool {
+        self.identity.is_empty() && self.error.is_none() && self.unknown.is_empty()
+    }
+}
+
 /// The part of a builtin transformer that matters for identities.
 enum Effect {
     None,

@@ -41,7 +41,7 @@ impl Reader<'_> {
         };
         entries
             .iter()
-            .map(|&(k, v)| {
+            .map(|(k, v)| {
                 let key = self
                     .yaml
                     .scalar(k)

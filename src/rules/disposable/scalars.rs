@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::model::{Model, ObjectIdx};
-use crate::parse::{NodeId, NodeKind, ScalarStyle, VALUE_NODE_BUDGET, Value, YamlFile, is_null};
+use crate::parse::{
+    Entries, NodeId, NodeKind, ScalarStyle, VALUE_NODE_BUDGET, Value, YamlFile, is_null,
+};
 
 /// Every scalar value of an object outside its own `metadata`, borrowed from its file's text
 /// (owned only when merge keys or repeated keys make the data differ from the tree).
@@ -107,7 +109,7 @@ fn borrowed_scalars<'y>(
             if !plain_keys(yaml, entries) {
                 return Err(Walk::Data);
             }
-            for &(k, v) in entries {
+            for (k, v) in entries {
                 let inner = match top {
                     Top::Object if yaml.scalar_text(k) == "metadata" => Top::Skip,
                     Top::Skip => Top::Skip,
@@ -123,9 +125,9 @@ fn borrowed_scalars<'y>(
 
 /// Whether a mapping's data is its entries as written: every key a scalar (no alias, no
 /// collection), none null or the merge key `<<`, no two alike.
-fn plain_keys(yaml: &YamlFile, entries: &[(NodeId, NodeId)]) -> bool {
+fn plain_keys(yaml: &YamlFile, entries: Entries<'_>) -> bool {
     let mut keys: Vec<&str> = Vec::with_capacity(entries.len());
-    for &(k, _) in entries {
+    for (k, _) in entries {
         let NodeKind::Scalar { style, .. } = yaml.node(k).kind else {
             return false;
         };

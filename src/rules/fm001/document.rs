@@ -3,7 +3,7 @@
 
 use crate::edit;
 use crate::model::Layer;
-use crate::parse::{NodeId, NodeKind, YamlFile};
+use crate::parse::{Entries, NodeId, NodeKind, YamlFile};
 use crate::rules::layer_split::{CARRIED, copy_entry_nodes, layer_document_head, spec_indent};
 
 /// The new Kustomization document, in the old document's indentation, line ending and
@@ -41,9 +41,9 @@ pub(super) fn new_layer_document(
     let (mut done_path, mut done_wait) = (false, false);
     let entries = match spec.map(|s| yaml.node(s).kind) {
         Some(NodeKind::Mapping { entries, .. }) => entries,
-        _ => &[],
+        _ => Entries::default(),
     };
-    for &(k, v) in entries {
+    for (k, v) in entries {
         match yaml.scalar(k).unwrap_or_default() {
             "path" => {
                 line(&format!("{indent}path: {}", edit::scalar_text(path)));

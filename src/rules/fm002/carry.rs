@@ -42,7 +42,7 @@ pub(super) fn carry(
             file: f,
             kustomization: k,
         };
-        for &(key, value) in entries {
+        for (key, value) in entries {
             read.entry(an, moved, &level, key, value)?;
         }
     }

@@ -4,7 +4,7 @@
 use crate::edit;
 use crate::load::SourceFile;
 use crate::model::{Layer, display_dir};
-use crate::parse::{NodeId, NodeKind, YamlFile};
+use crate::parse::{Entries, NodeId, NodeKind, YamlFile};
 use crate::rules::layer_split::{
     CARRIED, copy_entry, copy_entry_nodes, layer_document_head, modelines, spec_indent,
 };
@@ -143,9 +143,9 @@ pub(super) fn new_layer_document(
     let (mut done_path, mut done_deps, mut done_wait) = (false, false, false);
     let entries = match spec.map(|s| yaml.node(s).kind) {
         Some(NodeKind::Mapping { entries, .. }) => entries,
-        _ => &[],
+        _ => Entries::default(),
     };
-    for &(k, v) in entries {
+    for (k, v) in entries {
         match yaml.scalar(k).unwrap_or_default() {
             "path" => {
                 line(&format!("{indent}path: {}", edit::scalar_text(path)));

@@ -12,7 +12,7 @@ pub(super) fn only_resources(model: &Model, file: FileId) -> bool {
         return true;
     };
     match f.yaml.node(doc.root).kind {
-        NodeKind::Mapping { entries, .. } => entries.iter().all(|&(k, _)| {
+        NodeKind::Mapping { entries, .. } => entries.iter().all(|(k, _)| {
             matches!(
                 f.yaml.scalar(k),
                 Some("apiVersion" | "kind" | "metadata" | "resources")
@@ -38,7 +38,7 @@ pub(super) fn component_touches(
         return Ok(true);
     };
     let mut touches = false;
-    for &(key, value) in entries {
+    for (key, value) in entries {
         match f.yaml.scalar(key).unwrap_or_default() {
             "apiVersion" | "kind" | "metadata" => {}
             field @ ("patches" | "patchesStrategicMerge" | "patchesJson6902") => {

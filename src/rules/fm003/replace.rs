@@ -34,7 +34,7 @@ pub(super) fn replace_list(
     let keys: Vec<&str> = yaml
         .entries(first)
         .iter()
-        .filter_map(|(k, _)| yaml.scalar(*k))
+        .filter_map(|(k, _)| yaml.scalar(k))
         .collect();
     let value_of = |k: &str| yaml.lookup(first, &[k]);
     let pair = |k: &str| {

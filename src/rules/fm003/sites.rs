@@ -38,7 +38,7 @@ pub(super) fn sites(
         let list = entries
             .iter()
             .find(|(k, _)| key_is(*k, LIST))
-            .map(|&(_, v)| v)
+            .map(|(_, v)| v)
             .or_else(|| {
                 let path = entries.iter().find(|(k, _)| key_is(*k, "path"))?.1;
                 yaml.scalar(path)?
@@ -55,7 +55,7 @@ pub(super) fn sites(
         let provider = entries
             .iter()
             .find(|(k, _)| key_is(*k, "provider"))
-            .and_then(|(_, v)| yaml.scalar(*v));
+            .and_then(|(_, v)| yaml.scalar(v));
         if provider.is_some_and(|p| p != "cosign") || yaml.items(list).len() < 2 {
             continue;
         }
@@ -80,7 +80,7 @@ fn path_to(yaml: &YamlFile, node: NodeId) -> Option<String> {
             return true;
         }
         match yaml.node(at).kind {
-            NodeKind::Mapping { entries, .. } => entries.iter().any(|&(k, v)| {
+            NodeKind::Mapping { entries, .. } => entries.iter().any(|(k, v)| {
                 path.push(yaml.scalar(k).unwrap_or("?").to_string());
                 let found = walk(yaml, v, target, path);
                 if !found {
@@ -151,7 +151,7 @@ pub(super) fn patch_target(
 ) -> Option<ObjectKey> {
     let target = file
         .node_ids()
-        .find(|&m| file.entries(m).iter().any(|&(k, _)| k == patch_key))
+        .find(|&m| file.entries(m).iter().any(|(k, _)| k == patch_key))
         .and_then(|map| file.lookup(map, &["target"]))
         .and_then(|t| file.value(t).ok())
         .map(|t| Selector::from_value(&t))
@@ -189,7 +189,7 @@ pub(super) fn patch_strings(yaml: &YamlFile) -> Vec<(NodeId, NodeId)> {
         let NodeKind::Mapping { entries, .. } = yaml.node(id).kind else {
             continue;
         };
-        for &(k, v) in entries {
+        for (k, v) in entries {
             if yaml.scalar(k) == Some("patch")
                 && matches!(yaml.node(v).kind, NodeKind::Scalar { .. })
             {

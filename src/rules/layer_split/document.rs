@@ -11,7 +11,7 @@ pub(in crate::rules) fn spec_indent(yaml: &YamlFile, root: NodeId) -> String {
             NodeKind::Mapping {
                 entries,
                 flow: false,
-            } => entries.first().map(|&(k, _)| {
+            } => entries.first().map(|(k, _)| {
                 let start = yaml.node(k).span.start;
                 " ".repeat(start - yaml.line_start(start))
             }),

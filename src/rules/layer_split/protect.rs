@@ -69,7 +69,7 @@ fn nested_indent(yaml: &YamlFile, root: NodeId, metadata: NodeId) -> String {
         start - yaml.line_start(start)
     };
     let key = yaml.entry(root, "metadata").map(|(k, _)| column(k));
-    let first = yaml.entries(metadata).first().map(|&(k, _)| column(k));
+    let first = yaml.entries(metadata).first().map(|(k, _)| column(k));
     match (key, first) {
         (Some(k), Some(f)) if f > k => " ".repeat(f - k),
         _ => "  ".into(),

@@ -94,7 +94,7 @@ pub(in crate::rules) fn register(
             .kustomize_dirs
             .get(parent_of(&kf.path))
             .and_then(|k| k.resources.iter().find(|r| r.item == item))
-            .map(|r| r.text.as_str())
+            .map(|r| r.text(&kf.yaml))
             .ok_or("resources entry not found")?;
         let list = resources_list(model, kfile, item).ok_or("resources list not found")?;
         let mut insert: Option<TextEdit> = None;

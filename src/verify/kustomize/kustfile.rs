@@ -103,17 +103,17 @@ pub fn read_plugin(yaml: &YamlFile, root: NodeId) -> Result<Read, Refusal> {
         yaml.entries(node)
             .iter()
             .find(|(k, _)| yaml.scalar(*k) == Some(key))
-            .map(|&(_, v)| v)
+            .map(|(_, v)| v)
     };
     // kyaml reads these three exactly as spelled: another spelling would be read differently.
     for (k, _) in yaml.entries(node) {
-        if let Some(key) = yaml.scalar(*k)
+        if let Some(key) = yaml.scalar(k)
             && ["apiVersion", "kind", "metadata"]
                 .iter()
                 .any(|f| f.eq_ignore_ascii_case(key) && *f != key)
         {
             return Err(reader.refusal(
-                *k,
+                k,
                 format!("`{key}`: kustomize reads it only spelled in lower camel case"),
             ));
         }
@@ -318,7 +318,7 @@ impl<'a> Reader<'a> {
             Shape::StrMap | Shape::BoolMap | Shape::OpenApi => {
                 let node = self.mapping(id)?;
                 let mut out = Map::new();
-                for &(k, v) in self.yaml.entries(node) {
+                for (k, v) in self.yaml.entries(node) {
                     let key = self.map_key(k, field)?;
                     let f = format!("{field}.{key}");
                     let value = if let Shape::BoolMap = shape {
@@ -385,7 +385,7 @@ impl<'a> Reader<'a> {
         let node = self.mapping(id)?;
         let mut out = Map::new();
         let mut seen: Vec<(&'static str, String)> = Vec::new();
-        for &(k, v) in self.yaml.entries(node) {
+        for (k, v) in self.yaml.entries(node) {
             let Some((key, plain)) = self.scalar(k)? else {
                 return Err(self.refusal(k, "a key that is not a scalar".into()));
             };

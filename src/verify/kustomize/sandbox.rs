@@ -167,7 +167,7 @@ impl<'a> Walk<'a> {
             }
         };
         let yaml = self.parsed(&path)?;
-        let root = match yaml.docs.as_slice() {
+        let root = match &*yaml.docs {
             [doc] => doc.root,
             docs => {
                 return Err(format!(
