@@ -145,11 +145,12 @@ impl LiveFiles {
 
     /// Whether a live layer reads the file at `path`.
     pub(super) fn contains(&self, repo: &Repo, path: &str) -> bool {
-        repo.file_id(path)
-            .map_or_else(|| self.elsewhere.contains(path), |id| self.files.contains(&id))
-            || self
-                .nearest_stop(parent_of(path), "")
-                .is_some_and(|dir| self.generated_dirs.contains(dir))
+        repo.file_id(path).map_or_else(
+            || self.elsewhere.contains(path),
+            |id| self.files.contains(&id),
+        ) || self
+            .nearest_stop(parent_of(path), "")
+            .is_some_and(|dir| self.generated_dirs.contains(dir))
     }
 
     /// Walking up from `dir` (itself included) to `top`, the first directory that is generated

@@ -73,10 +73,14 @@ fn play_cluster(
         .collect();
     // Steps compare whole inventories; deletions read the annotations of what leaves only.
     let full = detail == Detail::Steps;
-    let mut inv_before: BTreeMap<&LayerRef, Vec<Applied>> =
-        ids.iter().map(|id| (id, before.inventory(id, full))).collect();
-    let inv_after: BTreeMap<&LayerRef, Vec<Applied>> =
-        ids.iter().map(|id| (id, after.inventory(id, full))).collect();
+    let mut inv_before: BTreeMap<&LayerRef, Vec<Applied>> = ids
+        .iter()
+        .map(|id| (id, before.inventory(id, full)))
+        .collect();
+    let inv_after: BTreeMap<&LayerRef, Vec<Applied>> = ids
+        .iter()
+        .map(|id| (id, after.inventory(id, full)))
+        .collect();
     // Which layers apply each object, before and after: what the steps ask of every object (a
     // deletion asks only after).
     let applied_before = if detail == Detail::Steps {

@@ -92,11 +92,12 @@ impl<'m, 'r> Builder<'m, 'r> {
     /// numbered after this builder's; returns its root's id.
     pub(super) fn absorb(&mut self, alone: Builder, cluster: usize) -> LayerId {
         let offset = self.layers.len();
-        self.layers.extend(alone.layers.into_iter().map(|mut layer| {
-            layer.cluster = cluster;
-            layer.applied_by = layer.applied_by.map(|parent| parent + offset);
-            layer
-        }));
+        self.layers
+            .extend(alone.layers.into_iter().map(|mut layer| {
+                layer.cluster = cluster;
+                layer.applied_by = layer.applied_by.map(|parent| parent + offset);
+                layer
+            }));
         self.known.extend(
             alone
                 .known
