@@ -282,7 +282,7 @@ mod unix {
             }
             let rel = c_string(components.join("/").as_bytes()).ok()?;
             // First a handle that opens nothing (opening a device has effects): is it a regular file?
-            let handle = match open_beneath(&dir, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
+            let handle = match open_beneath(dir, &rel, libc::O_PATH | libc::O_NOFOLLOW) {
                 Ok(handle) => handle,
                 Err(e) => {
                     return match e.raw_os_error() {
@@ -300,7 +300,7 @@ mod unix {
             }
             // Non-blocking, in case something else was swapped in since: then checked again.
             let fd = open_beneath(
-                &dir,
+                dir,
                 &rel,
                 libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY,
             )

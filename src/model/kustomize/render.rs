@@ -44,6 +44,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
     }
 
     /// A renderer for a walk of its own (another thread's), sharing this one's kept renders.
+    #[must_use]
     pub fn fork(&self) -> Self {
         Renderer {
             model: self.model,
