@@ -26,3 +26,28 @@ pub fn release_freed_memory_at_once() {
     // SAFETY: sets one of mimalloc's options, a plain store it reads when it purges.
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::{c_int, c_long};
+
+    unsafe extern "C" {
+        fn mi_version() -> c_int;
+        fn mi_option_get(option: c_int) -> c_long;
+        fn mi_option_set(option: c_int, value: c_long);
+    }
+
+    /// The option number is mimalloc v3's: another major version may number its options
+    /// otherwise, and this one would then set some other option without a word.
+    #[test]
+    fn the_purge_delay_option_is_mimalloc_v3s() {
+        // SAFETY: plain reads and stores of mimalloc's options.
+        unsafe {
+            assert_eq!(mi_version() / 10_000, 3, "mimalloc {}", mi_version());
+            let before = mi_option_get(super::MI_OPTION_PURGE_DELAY);
+            mi_option_set(super::MI_OPTION_PURGE_DELAY, 37);
+            assert_eq!(mi_option_get(super::MI_OPTION_PURGE_DELAY), 37);
+            mi_option_set(super::MI_OPTION_PURGE_DELAY, before);
+        }
+    }
+}
