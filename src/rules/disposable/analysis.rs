@@ -3,9 +3,9 @@
 //! Here too: whether one object may refer to another, and how messages name an object.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -24,20 +24,41 @@ pub(super) struct Entry {
     pub(super) inv: usize,
 }
 
-/// Classification and reference analysis over one model, memoised.
+/// Classification and reference analysis over one model, memoised. A rule that analyses
+/// clusters in parallel gives each task its own memo over one [`Shared`].
 pub struct Analysis<'m, 'r> {
     pub model: &'m Model<'r>,
-    pub catalogue: Catalogue,
+    shared: Shared,
     reasons: HashMap<ObjectIdx, Option<String>>,
     /// The scalars of the objects asked about since the cluster last changed: kept with the
     /// cluster's index and dropped with it, so that memory holds one cluster's references.
     scalars: HashMap<ObjectIdx, Scalars<'m>>,
     /// The index of the cluster asked about last (layers come cluster by cluster).
     cluster: Option<(usize, Rc<Cluster<'m>>)>,
+}
+
+/// What every memo over one model shares, each part computed once whichever task asks first:
+/// recomputed per cluster, the whole model's kinds and layers would be read once per cluster.
+#[derive(Clone)]
+pub struct Shared {
+    catalogue: Arc<Catalogue>,
     /// The live layers of each cluster, in layer order.
-    live_by_cluster: OnceCell<Vec<Vec<LayerId>>>,
+    live_by_cluster: Arc<OnceLock<Vec<Vec<LayerId>>>>,
     /// Kind name → the API groups it is used with (built-in kinds, the catalogue's, the model's).
-    groups_of_kind: OnceCell<HashMap<String, BTreeSet<String>>>,
+    groups_of_kind: Arc<OnceLock<HashMap<String, BTreeSet<String>>>>,
+}
+
+impl Shared {
+    pub fn of(model: &Model) -> Shared {
+        // An error in the repository's section is the configuration's diagnostic
+        // (`crate::config`); the rule runs with the built-in catalogue then.
+        let (catalogue, _) = Catalogue::for_repo(model.repo);
+        Shared {
+            catalogue: Arc::new(catalogue),
+            live_by_cluster: Arc::default(),
+            groups_of_kind: Arc::default(),
+        }
+    }
 }
 
 /// Kinds of the built-in API groups whose names custom resources reuse (a `talos.dev`
@@ -70,17 +91,17 @@ pub(super) struct Cluster<'m> {
 
 impl<'m, 'r> Analysis<'m, 'r> {
     pub fn new(model: &'m Model<'r>) -> Self {
-        // An error in the repository's section is the configuration's diagnostic
-        // (`crate::config`); the rule runs with the built-in catalogue then.
-        let (catalogue, _) = Catalogue::for_repo(model.repo);
+        Analysis::sharing(model, Shared::of(model))
+    }
+
+    /// A memo of its own over what `shared` holds for `model`.
+    pub fn sharing(model: &'m Model<'r>, shared: Shared) -> Self {
         Analysis {
             model,
-            catalogue,
+            shared,
             reasons: HashMap::default(),
             scalars: HashMap::default(),
             cluster: None,
-            live_by_cluster: OnceCell::new(),
-            groups_of_kind: OnceCell::new(),
         }
     }
 
@@ -89,13 +110,14 @@ impl<'m, 'r> Analysis<'m, 'r> {
     /// group — a built-in kind, a catalogue kind or another object of the repository.
     pub fn key_text(&self, key: &ObjectKey) -> String {
         let group = key.group();
-        let groups = self.groups_of_kind.get_or_init(|| {
+        let groups = self.shared.groups_of_kind.get_or_init(|| {
             let mut map: HashMap<String, BTreeSet<String>> = HashMap::default();
             let pairs = BUILTIN_KINDS
                 .iter()
                 .map(|&(g, k)| (g.to_string(), k.to_string()))
                 .chain(
-                    self.catalogue
+                    self.shared
+                        .catalogue
                         .kinds
                         .iter()
                         .flat_map(|r| r.names.iter().map(|n| (r.group.clone(), n.clone()))),
@@ -128,7 +150,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         if let Some(r) = self.reasons.get(&idx) {
             return r.clone();
         }
-        let r = self.catalogue.classify(self.model, idx);
+        let r = self.shared.catalogue.classify(self.model, idx);
         self.reasons.insert(idx, r.clone());
         r
     }
@@ -177,7 +199,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         self.cluster = None;
         self.scalars.clear();
         let model = self.model;
-        let by_cluster = self.live_by_cluster.get_or_init(|| {
+        let by_cluster = self.shared.live_by_cluster.get_or_init(|| {
             let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
             for (layer, l) in model.live_layers() {
                 if by_cluster.len() <= l.cluster {

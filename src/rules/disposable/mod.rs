@@ -22,7 +22,7 @@ mod reader;
 mod scalars;
 mod users;
 
-pub use analysis::Analysis;
+pub use analysis::{Analysis, Shared};
 pub use bundle::Bundle;
 pub use catalogue::{BUILTIN, Catalogue, REPO_FILE};
 pub use matching::image_repository;

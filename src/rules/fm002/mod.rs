@@ -20,10 +20,12 @@ mod plan;
 mod touches;
 
 use crate::diagnostics::Severity;
-use crate::model::{Layer, LayerRef, Model, Rendered, Variant};
+use rayon::prelude::*;
+
+use crate::model::{Layer, LayerId, LayerRef, Model, Rendered, Variant};
 use crate::rollout::failure::masked;
 
-use super::disposable::Analysis;
+use super::disposable::{Analysis, Shared};
 use super::{Draft, Finding, Rule, RuleMeta, plural};
 use drop_edges::plan_drop_edges;
 use meta::META;
@@ -36,65 +38,91 @@ impl Rule for DisposableWorkloadInGatedLayer {
         &META
     }
 
+    /// Clusters are analysed in parallel, each with a memo of its own (what one cluster's
+    /// layers apply is all its index holds); the findings are taken in layer order.
     fn check(&self, model: &Model) -> Vec<Draft> {
-        let mut analysis = Analysis::new(model);
-        let mut findings = Vec::new();
+        let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
         for (layer_id, layer) in model.live_layers() {
             if layer.object.is_none() || (!layer.wait && layer.health_checks.is_empty()) {
                 continue;
             }
-            for vi in 0..layer.variants.len() {
-                let bundle = analysis.bundle(layer_id, vi);
-                if bundle.gated.is_empty() {
-                    continue;
-                }
-                let blocked: Vec<LayerRef> = model
-                    .dependents(layer_id)
-                    .iter()
-                    .filter(|&&d| model.layer(d).live)
-                    .map(|&d| model.layer(d).id.clone())
-                    .collect();
-                // What a failing runner hides: the other objects the layer health-checks, the
-                // runners' own world aside (`simulate` counts the same way).
-                let masked = masked(layer, &layer.variants[vi].inventory, |r: &Rendered| {
-                    bundle.disposable.contains(&r.object)
-                        || bundle.moved.contains(&r.object)
-                        || bundle.own_namespaces.contains(&r.object)
-                });
-                // A layer whose runners' failure blocks no layer and hides no other object's
-                // health (it holds only runners and what they use, or checks only them) is the
-                // safe end state.
-                if blocked.is_empty() && masked == 0 {
-                    continue;
-                }
-                let fix = if bundle.staying.is_empty() {
-                    plan_drop_edges(&mut analysis, layer_id)
-                } else {
-                    plan_fix(&mut analysis, layer_id, vi, &bundle)
-                };
-                let variant = &layer.variants[vi];
-                let mut found: Vec<Draft> = bundle
-                    .gated
-                    .iter()
-                    .map(|(inv, reason)| {
-                        describe(
-                            &analysis,
-                            layer,
-                            variant,
-                            &variant.inventory[*inv],
-                            reason,
-                            &blocked,
-                            masked,
-                        )
-                    })
-                    .collect();
-                // The fix rides on the finding reported first.
-                found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-                findings.extend(Draft::share(found, (layer_id, vi), &fix));
+            if by_cluster.len() <= layer.cluster {
+                by_cluster.resize_with(layer.cluster + 1, Vec::new);
             }
+            by_cluster[layer.cluster].push(layer_id);
         }
-        findings
+        let shared = Shared::of(model);
+        let mut found: Vec<(LayerId, Vec<Draft>)> = by_cluster
+            .par_iter()
+            .filter(|layers| !layers.is_empty())
+            .flat_map_iter(|layers| {
+                let mut analysis = Analysis::sharing(model, shared.clone());
+                layers
+                    .iter()
+                    .map(|&id| (id, check_layer(&mut analysis, id)))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        found.sort_by_key(|(id, _)| *id);
+        found.into_iter().flat_map(|(_, drafts)| drafts).collect()
     }
+}
+
+/// The findings of one gating live layer, each variant's.
+fn check_layer(analysis: &mut Analysis, layer_id: LayerId) -> Vec<Draft> {
+    let model = analysis.model;
+    let layer = model.layer(layer_id);
+    let mut findings = Vec::new();
+    for vi in 0..layer.variants.len() {
+        let bundle = analysis.bundle(layer_id, vi);
+        if bundle.gated.is_empty() {
+            continue;
+        }
+        let blocked: Vec<LayerRef> = model
+            .dependents(layer_id)
+            .iter()
+            .filter(|&&d| model.layer(d).live)
+            .map(|&d| model.layer(d).id.clone())
+            .collect();
+        // What a failing runner hides: the other objects the layer health-checks, the
+        // runners' own world aside (`simulate` counts the same way).
+        let masked = masked(layer, &layer.variants[vi].inventory, |r: &Rendered| {
+            bundle.disposable.contains(&r.object)
+                || bundle.moved.contains(&r.object)
+                || bundle.own_namespaces.contains(&r.object)
+        });
+        // A layer whose runners' failure blocks no layer and hides no other object's
+        // health (it holds only runners and what they use, or checks only them) is the
+        // safe end state.
+        if blocked.is_empty() && masked == 0 {
+            continue;
+        }
+        let fix = if bundle.staying.is_empty() {
+            plan_drop_edges(analysis, layer_id)
+        } else {
+            plan_fix(analysis, layer_id, vi, &bundle)
+        };
+        let variant = &layer.variants[vi];
+        let mut found: Vec<Draft> = bundle
+            .gated
+            .iter()
+            .map(|(inv, reason)| {
+                describe(
+                    analysis,
+                    layer,
+                    variant,
+                    &variant.inventory[*inv],
+                    reason,
+                    &blocked,
+                    masked,
+                )
+            })
+            .collect();
+        // The fix rides on the finding reported first.
+        found.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+        findings.extend(Draft::share(found, (layer_id, vi), &fix));
+    }
+    findings
 }
 
 fn names(layers: &[LayerRef]) -> String {
