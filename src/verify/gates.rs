@@ -193,22 +193,36 @@ pub fn plan_with(
         .as_ref()
         .zip(first_model.as_ref())
         .map(|(files, m)| Remodelled::new(files, m, Remodelled::rules_of(firsts.iter().copied())));
-    let together = first.as_ref().is_some_and(|first| {
-        moves::rest_passes_together(repo, model, options, &firsts, first, tool)
-    });
-    if !together {
-        let refused: Vec<Option<GateFailure>> = findings
-            .par_iter()
-            .map(|f| next_phase_fails(repo, model, options, f, tool))
-            .collect();
-        for (f, failure) in findings.iter_mut().zip(refused) {
-            if let Some(failure) = failure {
-                drop_fix(f, failure, false);
+    // The builtin gates on every fix as it is run beside the whole-move gate: they see other
+    // findings only when that gate drops a fix, which is rare; then they run again.
+    let (together, planned) = rayon::join(
+        || {
+            first.as_ref().is_some_and(|first| {
+                moves::rest_passes_together(repo, model, options, &firsts, first, tool)
+            })
+        },
+        || {
+            first.as_ref().map(|first| {
+                super::plan_knowing(repo, model, base, options, findings.clone(), Some(first))
+            })
+        },
+    );
+    let mut plan = match planned.filter(|_| together) {
+        Some(plan) => plan,
+        None => {
+            let refused: Vec<Option<GateFailure>> = findings
+                .par_iter()
+                .map(|f| next_phase_fails(repo, model, options, f, tool))
+                .collect();
+            for (f, failure) in findings.iter_mut().zip(refused) {
+                if let Some(failure) = failure {
+                    drop_fix(f, failure, false);
+                }
             }
+            // Builtin gates (render, convergence, transition), combined then one by one.
+            super::plan_knowing(repo, model, base, options, findings, first.as_ref())
         }
-    }
-    // Builtin gates (render, convergence, transition), combined then one by one.
-    let mut plan = super::plan_knowing(repo, model, base, options, findings, first.as_ref());
+    };
     // YAML gate on the combination (edits of different fixes in one file).
     let combined = combine(&mut plan.findings);
     if let Err(e) = yaml::check_changes(repo, &combined) {

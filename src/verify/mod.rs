@@ -202,7 +202,7 @@ fn check(
             }
         }
     }
-    // Render gate: the same objects, with the same content, before and after.
+    // The changed repository, modelled (or known already).
     let overlay = changes::as_overlay(files);
     let known = known.filter(|k| k.overlay == overlay);
     let after_repo;
@@ -220,7 +220,29 @@ fn check(
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let fixes = || findings.iter().filter_map(|f| f.fix());
     let allowed = Allowed::of(fixes());
-    render_gate(model, after, &touched, &changed, &allowed)?;
+    let rerun = Remodelled::rules_of(findings.iter().copied());
+    let known_found = known.filter(|k| k.rules == rerun).map(|k| &k.found[..]);
+    // The gates read the two models and nothing else: they run at once, and their verdicts are
+    // taken in the order below, so the first gate that refuses is the one named.
+    let ((rendered, context), (again_run, transition)) = rayon::join(
+        || {
+            rayon::join(
+                || render_gate(model, after, &touched, &changed, &allowed),
+                || context::check(model, after),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    (!findings.is_empty() && known_found.is_none())
+                        .then(|| rules::run(after, &rerun))
+                },
+                || transition_gate(base, model, after, &fixes().collect::<Vec<_>>()),
+            )
+        },
+    );
+    // Render gate: the same objects, with the same content, before and after.
+    rendered?;
     // An error is new when its file reports it more often than before, wherever the edit moved
     // its line.
     if let Some((file, message)) = first_new_error(&model.diagnostics, &after.diagnostics) {
@@ -230,65 +252,69 @@ fn check(
     }
     // Apply-context gate: every object is applied as before (cluster, identity, substitution,
     // decryption, prune/force/deletion policy, suspension, health expressions).
-    context::check(model, after)?;
+    context?;
     // Convergence: the rules no longer report these findings (same rule, layer, object and place
     // file: in a fleet, other clusters have findings with the same names).
-    if !findings.is_empty() {
-        let rerun = Remodelled::rules_of(findings.iter().copied());
-        let again_run;
-        let again: &[Finding] = match known.filter(|k| k.rules == rerun) {
-            Some(k) => &k.found,
-            None => {
-                again_run = rules::run(after, &rerun);
-                &again_run
-            }
-        };
-        // Where a rule reports several findings at one place (FM004: one per patch of an
-        // instance), a fix converges when the place keeps no more findings than the fixes here
-        // leave: read from the rules' findings before the change, only when needed.
-        let mut before: Option<Vec<Finding>> = None;
-        let mut left_by_the_fixes = |f: &Finding| {
-            let at = |list: &[Finding]| list.iter().filter(|g| same_place(f, g)).count();
-            let fixed = findings
-                .iter()
-                .filter(|g| same_place(f, g) && g.fix().is_some())
-                .count();
-            let before = before.get_or_insert_with(|| rules::run(model, &rerun));
-            at(again) + fixed <= at(before)
-        };
-        for f in findings {
-            let still = again.iter().find(|g| same_place(f, g));
-            let phase = f.fix().and_then(|x| x.phase.as_ref());
-            match (still, phase) {
-                // A phase before the last must leave the finding with its next phase as the fix.
-                (Some(g), Some(p)) if p.phase < p.phases => {
-                    let next = g
-                        .fix()
-                        .map(|x| x.phase.as_ref().map_or(p.phases, |q| q.phase));
-                    if next.is_none_or(|n| n <= p.phase) {
-                        return Err(Gate::Convergence.fails(format!(
-                            "after phase {} of {} {} offers no next phase for {} in {}",
-                            p.phase, p.phases, f.rule, f.object, f.layer
-                        )));
-                    }
-                }
-                (None, Some(p)) if p.phase < p.phases => {
+    if let Some(again) = known_found.or(again_run.as_deref()) {
+        converges(model, findings, again, &rerun)?;
+    }
+    // Transition gate: played from the base, the rollout deletes nothing live.
+    transition
+}
+
+/// The convergence gate: after the change (`again`, what the rules `rerun` find on it) each of
+/// `findings` is gone, or a phase before the last leaves its next phase as the fix.
+fn converges(
+    model: &Model,
+    findings: &[&Finding],
+    again: &[Finding],
+    rerun: &[String],
+) -> Result<(), GateFailure> {
+    // Where a rule reports several findings at one place (FM004: one per patch of an
+    // instance), a fix converges when the place keeps no more findings than the fixes here
+    // leave: read from the rules' findings before the change, only when needed.
+    let mut before: Option<Vec<Finding>> = None;
+    let mut left_by_the_fixes = |f: &Finding| {
+        let at = |list: &[Finding]| list.iter().filter(|g| same_place(f, g)).count();
+        let fixed = findings
+            .iter()
+            .filter(|g| same_place(f, g) && g.fix().is_some())
+            .count();
+        let before = before.get_or_insert_with(|| rules::run(model, rerun));
+        at(again) + fixed <= at(before)
+    };
+    for f in findings {
+        let still = again.iter().find(|g| same_place(f, g));
+        let phase = f.fix().and_then(|x| x.phase.as_ref());
+        match (still, phase) {
+            // A phase before the last must leave the finding with its next phase as the fix.
+            (Some(g), Some(p)) if p.phase < p.phases => {
+                let next = g
+                    .fix()
+                    .map(|x| x.phase.as_ref().map_or(p.phases, |q| q.phase));
+                if next.is_none_or(|n| n <= p.phase) {
                     return Err(Gate::Convergence.fails(format!(
-                        "phase {} of {} already makes {} stop reporting {} in {}",
+                        "after phase {} of {} {} offers no next phase for {} in {}",
                         p.phase, p.phases, f.rule, f.object, f.layer
                     )));
                 }
-                (Some(_), _) if !left_by_the_fixes(f) => {
-                    return Err(Gate::Convergence.fails(format!(
-                        "{} still reports {} in {} after the fix",
-                        f.rule, f.object, f.layer
-                    )));
-                }
-                _ => {}
             }
+            (None, Some(p)) if p.phase < p.phases => {
+                return Err(Gate::Convergence.fails(format!(
+                    "phase {} of {} already makes {} stop reporting {} in {}",
+                    p.phase, p.phases, f.rule, f.object, f.layer
+                )));
+            }
+            (Some(_), _) if !left_by_the_fixes(f) => {
+                return Err(Gate::Convergence.fails(format!(
+                    "{} still reports {} in {} after the fix",
+                    f.rule, f.object, f.layer
+                )));
+            }
+            _ => {}
         }
     }
-    transition_gate(base, model, after, &fixes().collect::<Vec<_>>())
+    Ok(())
 }
 
 /// Whether `g`, found after a change, is the finding `f`: same rule, layer, object and place
