@@ -222,7 +222,7 @@ fn check(
     let allowed = Allowed::of(fixes());
     let rerun = Remodelled::rules_of(findings.iter().copied());
     let known_found = known.filter(|k| k.rules == rerun).map(|k| &k.found[..]);
-    // The gates read the two models and nothing else: they run at once, and their verdicts are
+    // The gates only read the models (before, after, deployed): they run at once, and their verdicts are
     // taken in the order below, so the first gate that refuses is the one named.
     let ((rendered, context), (again_run, transition)) = rayon::join(
         || {

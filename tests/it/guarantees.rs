@@ -489,3 +489,32 @@ fn output_is_the_same_whatever_the_thread_count() {
     }
     assert!(compared > 20, "only {compared} fixtures have findings");
 }
+
+#[path = "../../examples/fleet/mod.rs"]
+#[allow(dead_code)]
+mod fleet;
+
+/// The same on a generated fleet, where rules and gates work on many clusters at once (FM002
+/// analyses each cluster in its own task): findings of several clusters, in the same order on
+/// one thread as on several.
+#[test]
+fn fleet_output_is_the_same_whatever_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fleet");
+    fleet::generate(&out, 1400, 1).unwrap();
+    let root = out.to_str().unwrap();
+    let args = ["fix", "--verify", "builtin", "--format", "json", root];
+    let one = fluxmend_env(&args, &[("RAYON_NUM_THREADS", "1")]);
+    let many = fluxmend_env(&args, &[("RAYON_NUM_THREADS", "4")]);
+    assert!(one.0 == 0 || one.0 == 1, "{}", one.2);
+    assert_eq!(one, many);
+    let report: serde_json::Value = serde_json::from_str(&one.1).unwrap();
+    let clusters: std::collections::BTreeSet<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FM002")
+        .filter_map(|f| f["cluster"].as_str())
+        .collect();
+    assert!(clusters.len() > 1, "FM002 in {clusters:?}");
+}

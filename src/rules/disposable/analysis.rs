@@ -59,6 +59,21 @@ impl Shared {
             groups_of_kind: Arc::default(),
         }
     }
+
+    /// The live layers of each cluster of `model` (the model these were made `of`), in layer
+    /// order, indexed by cluster.
+    pub fn live_by_cluster(&self, model: &Model) -> &[Vec<LayerId>] {
+        self.live_by_cluster.get_or_init(|| {
+            let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
+            for (layer, l) in model.live_layers() {
+                if by_cluster.len() <= l.cluster {
+                    by_cluster.resize_with(l.cluster + 1, Vec::new);
+                }
+                by_cluster[l.cluster].push(layer);
+            }
+            by_cluster
+        })
+    }
 }
 
 /// Kinds of the built-in API groups whose names custom resources reuse (a `talos.dev`
@@ -199,16 +214,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         self.cluster = None;
         self.scalars.clear();
         let model = self.model;
-        let by_cluster = self.shared.live_by_cluster.get_or_init(|| {
-            let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
-            for (layer, l) in model.live_layers() {
-                if by_cluster.len() <= l.cluster {
-                    by_cluster.resize_with(l.cluster + 1, Vec::new);
-                }
-                by_cluster[l.cluster].push(layer);
-            }
-            by_cluster
-        });
+        let by_cluster = self.shared.live_by_cluster(model);
         let mut entries = Vec::new();
         for &layer in by_cluster.get(cluster).map_or(&[][..], Vec::as_slice) {
             for (variant, v) in model.layers[layer].variants.iter().enumerate() {

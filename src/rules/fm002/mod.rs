@@ -41,24 +41,18 @@ impl Rule for DisposableWorkloadInGatedLayer {
     /// Clusters are analysed in parallel, each with a memo of its own (what one cluster's
     /// layers apply is all its index holds); the findings are taken in layer order.
     fn check(&self, model: &Model) -> Vec<Draft> {
-        let mut by_cluster: Vec<Vec<LayerId>> = Vec::new();
-        for (layer_id, layer) in model.live_layers() {
-            if layer.object.is_none() || (!layer.wait && layer.health_checks.is_empty()) {
-                continue;
-            }
-            if by_cluster.len() <= layer.cluster {
-                by_cluster.resize_with(layer.cluster + 1, Vec::new);
-            }
-            by_cluster[layer.cluster].push(layer_id);
-        }
         let shared = Shared::of(model);
-        let mut found: Vec<(LayerId, Vec<Draft>)> = by_cluster
+        let mut found: Vec<(LayerId, Vec<Draft>)> = shared
+            .live_by_cluster(model)
             .par_iter()
-            .filter(|layers| !layers.is_empty())
             .flat_map_iter(|layers| {
                 let mut analysis = Analysis::sharing(model, shared.clone());
                 layers
                     .iter()
+                    .filter(|&&id| {
+                        let layer = model.layer(id);
+                        layer.object.is_some() && (layer.wait || !layer.health_checks.is_empty())
+                    })
                     .map(|&id| (id, check_layer(&mut analysis, id)))
                     .collect::<Vec<_>>()
             })
