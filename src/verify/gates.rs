@@ -15,7 +15,9 @@
 //!    same before and after.
 //!
 //! Each gate sees only the fixes the earlier ones kept. A gate that fails on the combined change
-//! is retried one fix at a time, so one bad fix costs only itself.
+//! is retried one fix at a time, so one bad fix costs only itself. The builtin gates run beside
+//! the whole-move gate on every fix it was given; their verdicts count only when it keeps them
+//! all, else they run again on what it kept.
 
 use std::collections::BTreeMap;
 
