@@ -59,7 +59,7 @@ struct Options {
 }
 
 fn main() -> ExitCode {
-    fluxmend::platform::release_freed_memory_at_once();
+    fluxmend::platform::release_freed_memory_promptly();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--phase") {
         return child(&args, i);

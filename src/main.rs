@@ -23,7 +23,7 @@ use commands::ExitStatus;
 static GLOBAL: fluxmend::platform::Allocator = fluxmend::platform::Allocator {};
 
 fn main() -> ExitCode {
-    fluxmend::platform::release_freed_memory_at_once();
+    fluxmend::platform::release_freed_memory_promptly();
     let status = match Cli::try_parse() {
         Ok(cli) => commands::run(cli.command),
         Err(e) => {

@@ -22,7 +22,7 @@ mod private;
 mod process;
 mod signals;
 
-pub use allocator::{Allocator, release_freed_memory_at_once};
+pub use allocator::{Allocator, release_freed_memory_promptly};
 pub use confine::{Confined, Network, spawn_confined};
 pub use index_stat::{IndexStat, index_stat};
 pub use open::{Beneath, OpenError};
