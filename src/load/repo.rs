@@ -125,11 +125,16 @@ impl Repo {
     fn reindex_files(&mut self) {
         self.dir_files.clear();
         for (id, f) in self.files.iter().enumerate() {
-            if !self.generated.contains_key(&f.path) {
-                self.dir_files
-                    .entry(parent_of(&f.path).to_string())
-                    .or_default()
-                    .push(id);
+            if self.generated.contains_key(&f.path) {
+                continue;
+            }
+            // A folder's name is allocated once, not once per file (a fleet has 140,000).
+            let dir = parent_of(&f.path);
+            match self.dir_files.get_mut(dir) {
+                Some(ids) => ids.push(id),
+                None => {
+                    self.dir_files.insert(dir.to_string(), vec![id]);
+                }
             }
         }
     }

@@ -32,6 +32,7 @@ pub use paths::{join, normalize, relative_path};
 
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Diagnostic, Severity};
@@ -129,18 +130,20 @@ impl<'r> Model<'r> {
         // Generated ConfigMaps and Secrets are objects too, defined by their generator entry.
         let mut dirs: Vec<&String> = model.kustomize_dirs.keys().collect();
         dirs.sort();
-        let generated: Vec<(String, Vec<generators::Generated>)> = dirs
-            .into_iter()
+        // Each directory's generators on their own (a fleet has tens of thousands), taken in
+        // path order with their diagnostics.
+        let generated: Vec<(String, Vec<generators::Generated>, Vec<Diagnostic>)> = dirs
+            .into_par_iter()
             .map(|dir| {
                 let k = &model.kustomize_dirs[dir];
-                (
-                    dir.clone(),
-                    generators::generate(repo, dir, k.file, k.root, &mut diags),
-                )
+                let mut found = Vec::new();
+                let objects = generators::generate(repo, dir, k.file, k.root, &mut found);
+                (dir.clone(), objects, found)
             })
-            .filter(|(_, g)| !g.is_empty())
+            .filter(|(_, g, found)| !g.is_empty() || !found.is_empty())
             .collect();
-        for (dir, objects) in generated {
+        for (dir, objects, found) in generated {
+            diags.extend(found);
             for g in objects {
                 let idx = model.objects.len();
                 model.objects.push(g.object);
@@ -173,19 +176,29 @@ impl<'r> Model<'r> {
                 model.dependents_of[dep].push(id);
             }
         }
-        // (file, layer, variant) for every file a live variant renders from, then grouped by file.
-        let mut users: Vec<(u32, u32, u32)> = Vec::new();
-        for (id, layer) in model.live_layers() {
-            for (vi, variant) in layer.variants.iter().enumerate() {
-                for r in &variant.inventory {
-                    let file = model.objects[r.object].file;
-                    for f in std::iter::once(file).chain(r.chain.iter().copied()) {
-                        users.push((f as u32, id as u32, vi as u32));
-                    }
-                }
-            }
-        }
-        users.sort_unstable();
+        // (file, layer, variant) for every file a live variant renders from, then grouped by file
+        // (a fleet's inventories name a million: gathered and sorted in parallel).
+        let mut users: Vec<(u32, u32, u32)> = model
+            .layers
+            .par_iter()
+            .enumerate()
+            .filter(|(_, layer)| layer.live)
+            .flat_map_iter(|(id, layer)| {
+                let objects = &model.objects;
+                layer
+                    .variants
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(vi, variant)| {
+                        variant.inventory.iter().flat_map(move |r| {
+                            std::iter::once(objects[r.object].file)
+                                .chain(r.chain.iter().copied())
+                                .map(move |f| (f as u32, id as u32, vi as u32))
+                        })
+                    })
+            })
+            .collect();
+        users.par_sort_unstable();
         users.dedup();
         let mut starts = Vec::with_capacity(repo.files.len() + 1);
         for (i, &(f, _, _)) in users.iter().enumerate() {

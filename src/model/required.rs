@@ -1,6 +1,8 @@
 //! Flux objects a layer applies that miss fields their CRDs require: the API server rejects them,
 //! so the layer that applies them fails. fluxmend still models them (with Flux's defaults), and says so.
 
+use rayon::prelude::*;
+
 use crate::diagnostics::{Diagnostic, Severity};
 
 use super::Model;
@@ -56,26 +58,36 @@ fn missing(value: &Value, group: &str, kind: &str) -> Vec<String> {
 /// One warning per object that lacks required fields in every rendering a layer makes of it
 /// (its document with the patches on its way: a patch may add the field, a `chartRef` say).
 pub(super) fn check(model: &mut Model) {
+    // The objects as written that miss a required field, found in parallel (a fleet has a
+    // hundred thousand objects, and most are of no kind with required fields: no data of
+    // theirs is read). Usually there is none, and the layers need not be looked at.
+    let incomplete: Vec<bool> = model
+        .objects
+        .par_iter()
+        .map(|obj| {
+            let (group, kind) = (obj.key.group(), obj.key.kind.as_str());
+            !obj.encrypted
+                && REQUIRED.iter().any(|(g, k, _)| group == *g && kind == *k)
+                && model
+                    .repo
+                    .file(obj.file)
+                    .yaml
+                    .value(obj.root)
+                    .is_ok_and(|written| !missing(&written, group, kind).is_empty())
+        })
+        .collect();
+    if !incomplete.contains(&true) {
+        return;
+    }
     let mut out = Vec::new();
     let mut done = std::collections::HashSet::new();
     for layer in &model.layers {
         for (_, r) in layer.inventory() {
+            if !incomplete[r.object] || done.contains(&r.object) {
+                continue;
+            }
             let obj = model.object(r.object);
             let (group, kind) = (obj.key.group(), obj.key.kind.as_str());
-            // Most objects are of no kind with required fields: read no data of theirs.
-            if obj.encrypted
-                || done.contains(&r.object)
-                || !REQUIRED.iter().any(|(g, k, _)| group == *g && kind == *k)
-            {
-                continue;
-            }
-            let Ok(written) = model.repo.file(obj.file).yaml.value(obj.root) else {
-                continue;
-            };
-            if missing(&written, group, kind).is_empty() {
-                done.insert(r.object);
-                continue;
-            }
             // Only what the patches leave missing (a strategic-merge patch file looks like a
             // partial object, and is not applied as one).
             let Ok(content) = model.content(Some(layer), r) else {

@@ -3,7 +3,6 @@
 //! `Flatten` strategy); inputs from a cluster or a remote service cannot be known.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use crate::load::file::SourceFile;
 use crate::parse::Value;
@@ -23,7 +22,7 @@ fn is(value: &Value, kind: &str) -> bool {
 
 /// The `Static` ResourceSetInputProviders of the repository, by (namespace, name): their one
 /// input set, `defaultValues`.
-pub(super) fn static_providers(files: &[Arc<SourceFile>]) -> BTreeMap<(String, String), Inputs> {
+pub(super) fn static_providers(files: &[&SourceFile]) -> BTreeMap<(String, String), Inputs> {
     let mut out = BTreeMap::new();
     for file in files {
         if !file.yaml.text.contains("ResourceSetInputProvider") {

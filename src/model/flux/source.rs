@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{Model, ModelOptions, ObjectIdx};
@@ -67,10 +68,13 @@ fn normalize_url(url: &str) -> String {
 impl<'m> Sources<'m> {
     /// The sources of these Flux Kustomizations, none of whose roots is known yet.
     pub(super) fn new(model: &Model, options: &'m ModelOptions, flux_ks: &[ObjectIdx]) -> Self {
+        // Each Flux Kustomization's spec read on its own (a fleet has thousands), then counted.
+        let sources: Vec<SourceRef> = flux_ks
+            .par_iter()
+            .map(|&idx| layer_from_object(model, idx, &model.object(idx).key, 0, None).source)
+            .collect();
         let mut readers: HashMap<SourceRef, usize> = HashMap::default();
-        for &idx in flux_ks {
-            let key = model.object(idx).key.clone();
-            let source = layer_from_object(model, idx, &key, 0, None).source;
+        for source in sources {
             *readers.entry(source).or_default() += 1;
         }
         Sources {

@@ -1,6 +1,7 @@
 //! A directory with a kustomization file: what it lists, the files it names, and whether the
 //! build of a directory is fully known.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::FileId;
@@ -116,20 +117,25 @@ impl KustomizeDir {
 /// Kustomization or FluxInstance written in such a file (a cluster overlay patching a layer by
 /// name) is an edit of the real object, not a layer of its own.
 pub(in crate::model) fn patch_only_files(model: &Model) -> HashSet<FileId> {
-    let mut patches: HashSet<String> = HashSet::default();
-    for (dir, k) in &model.kustomize_dirs {
-        patches.extend(k.named_files(model, dir, PATCH_FIELDS));
-    }
-    // Patches are few and resources entries one per file of a fleet: strike the listed ones
-    // off rather than collect every entry.
+    // A fleet has tens of thousands of kustomizations: both passes run in parallel.
+    let mut patches: HashSet<String> = model
+        .kustomize_dirs
+        .par_iter()
+        .flat_map_iter(|(dir, k)| k.named_files(model, dir, PATCH_FIELDS))
+        .collect();
+    // Patches are few and resources entries one per file of a fleet: find the listed ones
+    // among them rather than collect every entry.
     if !patches.is_empty() {
-        for k in model.kustomize_dirs.values() {
-            for r in k.resources.iter().chain(&k.components) {
-                if let RefTarget::File(path) = &r.target {
-                    patches.remove(path.as_str());
-                }
-            }
-        }
+        let listed: HashSet<&str> = model
+            .kustomize_dirs
+            .par_iter()
+            .flat_map_iter(|(_, k)| k.resources.iter().chain(&k.components))
+            .filter_map(|r| match &r.target {
+                RefTarget::File(path) if patches.contains(path) => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        patches.retain(|path| !listed.contains(path.as_str()));
     }
     patches
         .iter()
