@@ -155,6 +155,98 @@ mod imp {
             )
         }
 
+        /// Create `name` exclusively holding what `fill` writes into it. On Linux the file is
+        /// written unnamed (`O_TMPFILE`) and linked in as `name` only once `fill` has returned,
+        /// so that a process killed meanwhile leaves nothing (a kill can cut a write short at
+        /// any page): a name never holds half of what was meant. Where the file system has no
+        /// unnamed files, or neither way of linking one in is allowed, `name` is created and
+        /// filled in place, as elsewhere.
+        pub fn create_filled(
+            &self,
+            name: &str,
+            mode: u32,
+            mut fill: impl FnMut(&mut File) -> io::Result<()>,
+        ) -> io::Result<()> {
+            #[cfg(target_os = "linux")]
+            if let Some(created) = self.create_unnamed_then_link(name, mode, &mut fill) {
+                return created;
+            }
+            fill(&mut self.create(name, mode)?)
+        }
+
+        /// [`Dir::create_filled`] through an unnamed file; `None` when this file system or
+        /// kernel cannot (then nothing was created).
+        #[cfg(target_os = "linux")]
+        fn create_unnamed_then_link(
+            &self,
+            name: &str,
+            mode: u32,
+            fill: &mut impl FnMut(&mut File) -> io::Result<()>,
+        ) -> Option<io::Result<()>> {
+            let c = match c_name(name) {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            // SAFETY: a valid directory descriptor and a NUL-terminated name; the result is a
+            // new descriptor owned by the File.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    c".".as_ptr(),
+                    libc::O_TMPFILE | libc::O_WRONLY | libc::O_CLOEXEC,
+                    libc::c_uint::from(mode as libc::mode_t),
+                )
+            };
+            if fd < 0 {
+                // EOPNOTSUPP: no unnamed files here; EISDIR or EINVAL: a kernel before 3.11.
+                return match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL) => None,
+                    _ => Some(Err(io::Error::last_os_error())),
+                };
+            }
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            let mut file = unsafe { File::from_raw_fd(fd) };
+            if let Err(e) = fill(&mut file) {
+                return Some(Err(e));
+            }
+            // Linked in by its descriptor (allowed to a process that may read any file), else
+            // through /proc (allowed to any process that can see /proc).
+            // SAFETY: valid descriptors and NUL-terminated names; an empty path with
+            // AT_EMPTY_PATH names the descriptor itself.
+            let by_descriptor = check(unsafe {
+                libc::linkat(
+                    fd,
+                    c"".as_ptr(),
+                    self.fd.as_raw_fd(),
+                    c.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                )
+            });
+            let linked = match by_descriptor {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOENT)) => {
+                    let proc = CString::new(format!("/proc/self/fd/{fd}"))
+                        .expect("a number holds no NUL byte");
+                    // SAFETY: as above; AT_SYMLINK_FOLLOW resolves the /proc entry to the file.
+                    check(unsafe {
+                        libc::linkat(
+                            libc::AT_FDCWD,
+                            proc.as_ptr(),
+                            self.fd.as_raw_fd(),
+                            c.as_ptr(),
+                            libc::AT_SYMLINK_FOLLOW,
+                        )
+                    })
+                }
+                other => other,
+            };
+            match linked {
+                Ok(_) => Some(Ok(())),
+                // No /proc, and no right to link by descriptor: the file is dropped unnamed.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOENT)) => None,
+                Err(e) => Some(Err(e)),
+            }
+        }
+
         pub fn stat(&self, name: &str) -> io::Result<Option<Meta>> {
             let c = c_name(name)?;
             let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -362,6 +454,16 @@ mod imp {
                 .open(self.at(name)?)
         }
 
+        /// Create `name` exclusively holding what `fill` writes into it (filled in place here).
+        pub fn create_filled(
+            &self,
+            name: &str,
+            mode: u32,
+            mut fill: impl FnMut(&mut File) -> io::Result<()>,
+        ) -> io::Result<()> {
+            fill(&mut self.create(name, mode)?)
+        }
+
         pub fn stat(&self, name: &str) -> io::Result<Option<Meta>> {
             let m = match fs::symlink_metadata(self.at(name)?) {
                 Ok(m) => m,
@@ -439,5 +541,40 @@ pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
     {
         let _ = (file, mode);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::Dir;
+
+    /// A temporary is named only once it holds all it was meant to: when filling it stops half
+    /// way (as a kill would stop it), its name holds nothing (Linux: written unnamed first).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_stopped_half_way_is_never_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_root(tmp.path()).unwrap();
+        let stopped = dir.create_filled("t.tmp", 0o600, |file| {
+            file.write_all(&[b'x'; 10_000])?;
+            Err(std::io::Error::other("stopped"))
+        });
+        assert!(stopped.is_err());
+        assert!(!tmp.path().join("t.tmp").exists());
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_file_is_created_whole_and_never_over_another() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_root(tmp.path()).unwrap();
+        dir.create_filled("t.tmp", 0o600, |file| file.write_all(b"whole"))
+            .unwrap();
+        assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
+        let again = dir.create_filled("t.tmp", 0o600, |file| file.write_all(b"other"));
+        assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
     }
 }

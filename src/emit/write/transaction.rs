@@ -188,17 +188,20 @@ fn make_temp(
         journal.op(&intent)?;
         ops.push(intent);
         let shown = tree.show(&rel);
-        match tree.existing(dir)?.create(&name, mode) {
-            Ok(mut file) => {
-                file.write_all(bytes)
-                    .and_then(|()| dirfd::chown_like(&file, owner))
-                    .and_then(|()| match like {
-                        // Keep the mode exactly, whatever the umask (or chown) took away.
-                        Some(m) => dirfd::set_mode(&file, m.mode),
-                        None => Ok(()),
-                    })
-                    .and_then(|()| file.sync_all())
-                    .with_context(|| format!("writing {shown}"))?;
+        // Filled before it is named (see `Dir::create_filled`): a kill leaves the temporary
+        // whole or absent, and recovery removes only what holds the content it journalled.
+        let fill = |file: &mut std::fs::File| {
+            file.write_all(bytes)
+                .and_then(|()| dirfd::chown_like(file, owner))
+                .and_then(|()| match like {
+                    // Keep the mode exactly, whatever the umask (or chown) took away.
+                    Some(m) => dirfd::set_mode(file, m.mode),
+                    None => Ok(()),
+                })
+                .and_then(|()| file.sync_all())
+        };
+        match tree.existing(dir)?.create_filled(&name, mode, fill) {
+            Ok(()) => {
                 journal.step();
                 return Ok(rel);
             }
