@@ -21,8 +21,9 @@ unsafe extern "C" {
 /// freed stayed resident under what came next, 4.4 MB of `check`'s peak at 14k files (issue
 /// 26). Given back at once, every page that empties costs an `madvise` and a TLB shootdown on
 /// the other cores, and is faulted in again when reused: 6% of `check`'s CPU samples at 142k
-/// files. At 10 ms, `check` at 142k files took 12–15% less time than at 0 for 0.3% more peak
-/// RSS (2% at 14k), measured side by side on the benchmark fleets.
+/// files. At 10 ms, in two sittings of interleaved runs on the benchmark fleets, `check` at 142k
+/// files took 5–15% less time than at 0 and `fix` 5%, for 0.3% more peak RSS at 142k and 2–4% at
+/// 14k (one `fix` run in eleven at 142k peaked 13% higher).
 const PURGE_DELAY_MS: c_long = 10;
 
 /// Make mimalloc give freed pages back after [`PURGE_DELAY_MS`], not after its default second.
