@@ -1,7 +1,7 @@
 //! Files named relative to an open directory, never through a symbolic link: what the journalled
 //! write needs so that a directory swapped for a link while it runs cannot send a file outside the
 //! repository. On unix every step is an `*at` call on a directory handle (`openat` with
-//! `O_NOFOLLOW`, `renameat`, `linkat`, `unlinkat`, `mkdirat`); elsewhere the same operations go
+//! `O_NOFOLLOW` or, on Linux, `O_TMPFILE`, `renameat`, `linkat`, `unlinkat`, `mkdirat`); elsewhere the same operations go
 //! by path, each component checked with `symlink_metadata` first (a smaller guarantee: a link
 //! swapped in between the check and the call is followed).
 //!
@@ -46,6 +46,24 @@ pub fn read_at(dir: &Dir, name: &str, limit: u64) -> io::Result<Option<Vec<u8>>>
     let mut bytes = Vec::with_capacity(len as usize);
     file.take(limit + 1).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}
+
+/// Create `name` in `dir` exclusively, holding what `fill` writes into it. On Linux the file is
+/// written unnamed (`O_TMPFILE`) and linked in as `name` only once `fill` has returned, so that
+/// a process killed meanwhile leaves nothing (a kill can cut a write short at any page): a name
+/// never holds half of what was meant. Where the file system has no unnamed files, or neither
+/// way of linking one in is allowed, and on other systems, `name` is created and filled in place.
+pub fn create_filled(
+    dir: &Dir,
+    name: &str,
+    mode: u32,
+    mut fill: impl FnMut(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some(created) = dir.create_unnamed_then_link(name, mode, &mut fill) {
+        return created;
+    }
+    fill(&mut dir.create(name, mode)?)
 }
 
 fn not_a(what: &str, name: &str) -> io::Error {
@@ -155,29 +173,10 @@ mod imp {
             )
         }
 
-        /// Create `name` exclusively holding what `fill` writes into it. On Linux the file is
-        /// written unnamed (`O_TMPFILE`) and linked in as `name` only once `fill` has returned,
-        /// so that a process killed meanwhile leaves nothing (a kill can cut a write short at
-        /// any page): a name never holds half of what was meant. Where the file system has no
-        /// unnamed files, or neither way of linking one in is allowed, `name` is created and
-        /// filled in place, as elsewhere.
-        pub fn create_filled(
-            &self,
-            name: &str,
-            mode: u32,
-            mut fill: impl FnMut(&mut File) -> io::Result<()>,
-        ) -> io::Result<()> {
-            #[cfg(target_os = "linux")]
-            if let Some(created) = self.create_unnamed_then_link(name, mode, &mut fill) {
-                return created;
-            }
-            fill(&mut self.create(name, mode)?)
-        }
-
-        /// [`Dir::create_filled`] through an unnamed file; `None` when this file system or
+        /// [`super::create_filled`] through an unnamed file; `None` when this file system or
         /// kernel cannot (then nothing was created).
         #[cfg(target_os = "linux")]
-        fn create_unnamed_then_link(
+        pub(super) fn create_unnamed_then_link(
             &self,
             name: &str,
             mode: u32,
@@ -454,16 +453,6 @@ mod imp {
                 .open(self.at(name)?)
         }
 
-        /// Create `name` exclusively holding what `fill` writes into it (filled in place here).
-        pub fn create_filled(
-            &self,
-            name: &str,
-            mode: u32,
-            mut fill: impl FnMut(&mut File) -> io::Result<()>,
-        ) -> io::Result<()> {
-            fill(&mut self.create(name, mode)?)
-        }
-
         pub fn stat(&self, name: &str) -> io::Result<Option<Meta>> {
             let m = match fs::symlink_metadata(self.at(name)?) {
                 Ok(m) => m,
@@ -548,7 +537,7 @@ pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
 mod tests {
     use std::io::Write as _;
 
-    use super::Dir;
+    use super::{Dir, create_filled};
 
     /// A temporary is named only once it holds all it was meant to: when filling it stops half
     /// way (as a kill would stop it), its name holds nothing (Linux: written unnamed first).
@@ -557,7 +546,7 @@ mod tests {
     fn a_file_stopped_half_way_is_never_named() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_root(tmp.path()).unwrap();
-        let stopped = dir.create_filled("t.tmp", 0o600, |file| {
+        let stopped = create_filled(&dir, "t.tmp", 0o600, |file| {
             file.write_all(&[b'x'; 10_000])?;
             Err(std::io::Error::other("stopped"))
         });
@@ -570,10 +559,9 @@ mod tests {
     fn a_file_is_created_whole_and_never_over_another() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_root(tmp.path()).unwrap();
-        dir.create_filled("t.tmp", 0o600, |file| file.write_all(b"whole"))
-            .unwrap();
+        create_filled(&dir, "t.tmp", 0o600, |file| file.write_all(b"whole")).unwrap();
         assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
-        let again = dir.create_filled("t.tmp", 0o600, |file| file.write_all(b"other"));
+        let again = create_filled(&dir, "t.tmp", 0o600, |file| file.write_all(b"other"));
         assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
     }

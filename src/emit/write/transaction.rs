@@ -188,7 +188,7 @@ fn make_temp(
         journal.op(&intent)?;
         ops.push(intent);
         let shown = tree.show(&rel);
-        // Filled before it is named (see `Dir::create_filled`): a kill leaves the temporary
+        // Filled before it is named (see `dirfd::create_filled`): a kill leaves the temporary
         // whole or absent, and recovery removes only what holds the content it journalled.
         let fill = |file: &mut std::fs::File| {
             file.write_all(bytes)
@@ -200,7 +200,7 @@ fn make_temp(
                 })
                 .and_then(|()| file.sync_all())
         };
-        match tree.existing(dir)?.create_filled(&name, mode, fill) {
+        match dirfd::create_filled(tree.existing(dir)?, &name, mode, fill) {
             Ok(()) => {
                 journal.step();
                 return Ok(rel);
