@@ -156,11 +156,11 @@ impl Repo {
                 Some(reason) => Loaded::Skipped(rel, reason, None),
                 None => {
                     // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
-                    // applies as is: only a file that does not parse is judged a template.
-                    let template = has_template_syntax(&text);
+                    // applies as is: only a file that does not parse is judged a template
+                    // (and only its text searched for one).
                     let (yaml, error) = YamlFile::parse_owned(text);
                     match error {
-                        Some(e) if template => Loaded::Skipped(
+                        Some(e) if has_template_syntax(&yaml.text) => Loaded::Skipped(
                             rel,
                             format!(
                                 "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
