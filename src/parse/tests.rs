@@ -680,3 +680,45 @@ fn an_alias_followed_by_a_colon_is_a_mapping_key() {
     let err = err.expect("unknown anchor");
     assert_eq!((err.line, err.column), (2, 3), "{err}");
 }
+
+/// The fast key comparison agrees with reading the scalar, whatever the node and its style:
+/// plain, quoted (with and without escapes), block, tagged, aliased, empty, and not a scalar.
+#[test]
+fn a_key_is_compared_as_its_scalar_reads() {
+    let file = parse_ok(
+        "plain: 1\n'single': 2\n\"double\": 3\n\"esc\\tape\": 4\n'it''s': 5\n!!str tagged: 6\n\
+         ? |\n  block\n: 7\nx: &a anchored\n*a : 9\n\"\": 10\ne: ''\nlist: [a, 'b', \"c\"]\n\
+         map: {k: v}\n",
+    );
+    let texts = [
+        "plain",
+        "single",
+        "double",
+        "esc\tape",
+        "esc\\tape",
+        "it's",
+        "it''s",
+        "tagged",
+        "block\n",
+        "block",
+        "anchored",
+        "",
+        "a",
+        "b",
+        "c",
+        "k",
+        "v",
+        "'single'",
+        "\"double\"",
+    ];
+    for id in file.node_ids() {
+        for text in texts {
+            assert_eq!(
+                file.scalar_is(id, text),
+                file.scalar(id) == Some(text),
+                "node {id} ({:?}) against {text:?}",
+                file.scalar(id)
+            );
+        }
+    }
+}
