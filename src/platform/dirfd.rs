@@ -60,7 +60,12 @@ pub fn create_filled(
     mut fill: impl FnMut(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
     #[cfg(target_os = "linux")]
-    if let Some(created) = dir.create_unnamed_then_link(name, mode, &mut fill) {
+    if let Some(created) = dir.create_unnamed_then_link(
+        name,
+        mode,
+        &mut fill,
+        &[imp::Link::ByDescriptor, imp::Link::ThroughProc],
+    ) {
         return created;
     }
     fill(&mut dir.create(name, mode)?)
@@ -84,6 +89,16 @@ mod imp {
     #[derive(Debug)]
     pub struct Dir {
         fd: OwnedFd,
+    }
+
+    /// How an unnamed file gets its name: `linkat` of its descriptor (`AT_EMPTY_PATH`, allowed
+    /// to a process that may read any file, and to any on recent kernels), or of its
+    /// `/proc/self/fd` entry (allowed to any process that can see /proc).
+    #[cfg(target_os = "linux")]
+    #[derive(Clone, Copy, Debug)]
+    pub enum Link {
+        ByDescriptor,
+        ThroughProc,
     }
 
     fn c_name(name: &str) -> io::Result<CString> {
@@ -173,14 +188,16 @@ mod imp {
             )
         }
 
-        /// [`super::create_filled`] through an unnamed file; `None` when this file system or
-        /// kernel cannot (then nothing was created).
+        /// [`super::create_filled`] through an unnamed file, linked in the first of `ways` the
+        /// kernel allows; `None` when this file system or kernel cannot (then nothing was
+        /// created).
         #[cfg(target_os = "linux")]
         pub(super) fn create_unnamed_then_link(
             &self,
             name: &str,
             mode: u32,
             fill: &mut impl FnMut(&mut File) -> io::Result<()>,
+            ways: &[Link],
         ) -> Option<io::Result<()>> {
             let c = match c_name(name) {
                 Ok(c) => c,
@@ -208,42 +225,50 @@ mod imp {
             if let Err(e) = fill(&mut file) {
                 return Some(Err(e));
             }
-            // Linked in by its descriptor (allowed to a process that may read any file), else
-            // through /proc (allowed to any process that can see /proc).
-            // SAFETY: valid descriptors and NUL-terminated names; an empty path with
-            // AT_EMPTY_PATH names the descriptor itself.
-            let by_descriptor = check(unsafe {
-                libc::linkat(
-                    fd,
-                    c"".as_ptr(),
-                    self.fd.as_raw_fd(),
-                    c.as_ptr(),
-                    libc::AT_EMPTY_PATH,
-                )
-            });
-            let linked = match by_descriptor {
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOENT)) => {
-                    let proc = CString::new(format!("/proc/self/fd/{fd}"))
+            for way in ways {
+                match self.link_unnamed(&file, &c, *way) {
+                    Ok(()) => return Some(Ok(())),
+                    // Not allowed this way (or no /proc): the next way, else none.
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOENT)) => {}
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            // No way allowed: the file is dropped unnamed.
+            None
+        }
+
+        /// Give the unnamed `file` the name `name` in this directory, never over another.
+        #[cfg(target_os = "linux")]
+        fn link_unnamed(&self, file: &File, name: &CString, way: Link) -> io::Result<()> {
+            let to = self.fd.as_raw_fd();
+            match way {
+                // SAFETY: valid descriptors and NUL-terminated names; an empty path with
+                // AT_EMPTY_PATH names the descriptor itself.
+                Link::ByDescriptor => check(unsafe {
+                    libc::linkat(
+                        file.as_raw_fd(),
+                        c"".as_ptr(),
+                        to,
+                        name.as_ptr(),
+                        libc::AT_EMPTY_PATH,
+                    )
+                }),
+                Link::ThroughProc => {
+                    let proc = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
                         .expect("a number holds no NUL byte");
                     // SAFETY: as above; AT_SYMLINK_FOLLOW resolves the /proc entry to the file.
                     check(unsafe {
                         libc::linkat(
                             libc::AT_FDCWD,
                             proc.as_ptr(),
-                            self.fd.as_raw_fd(),
-                            c.as_ptr(),
+                            to,
+                            name.as_ptr(),
                             libc::AT_SYMLINK_FOLLOW,
                         )
                     })
                 }
-                other => other,
-            };
-            match linked {
-                Ok(_) => Some(Ok(())),
-                // No /proc, and no right to link by descriptor: the file is dropped unnamed.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOENT)) => None,
-                Err(e) => Some(Err(e)),
             }
+            .map(drop)
         }
 
         pub fn stat(&self, name: &str) -> io::Result<Option<Meta>> {
@@ -553,6 +578,30 @@ mod tests {
         assert!(stopped.is_err());
         assert!(!tmp.path().join("t.tmp").exists());
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    /// Each way of naming an unnamed file works on its own (the tests run as root, who may
+    /// link by descriptor: the way through /proc, an ordinary user's, is tried here directly).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn each_way_of_naming_an_unnamed_file_names_it_whole_and_never_over_another() {
+        use super::imp::Link;
+        for way in [Link::ByDescriptor, Link::ThroughProc] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = Dir::open_root(tmp.path()).unwrap();
+            let mut fill = |file: &mut std::fs::File| file.write_all(b"whole");
+            let made = dir.create_unnamed_then_link("t.tmp", 0o600, &mut fill, &[way]);
+            assert!(matches!(made, Some(Ok(()))), "{way:?}: {made:?}");
+            assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
+            let mut other = |file: &mut std::fs::File| file.write_all(b"other");
+            let again = dir.create_unnamed_then_link("t.tmp", 0o600, &mut other, &[way]);
+            assert!(
+                matches!(&again, Some(Err(e)) if e.kind() == std::io::ErrorKind::AlreadyExists),
+                "{way:?}: {again:?}"
+            );
+            assert_eq!(std::fs::read(tmp.path().join("t.tmp")).unwrap(), b"whole");
+            assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+        }
     }
 
     #[test]
