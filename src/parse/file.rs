@@ -3,9 +3,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    Entries, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
-    MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR, SCALAR_STYLES, SEQUENCE,
-    ScalarStyle, Span,
+    ALIAS, Entries, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK,
+    LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR, SCALAR_STYLES,
+    SEQUENCE, ScalarStyle, Span,
 };
 
 /// One document of a (possibly multi-document) file.
@@ -102,13 +102,7 @@ impl YamlFile {
                     style: SCALAR_STYLES[(payload & 0b111) as usize],
                     tag: (payload & HAS_TAG != 0).then(|| self.stored_tag(id)),
                 };
-                let len = payload >> LEN_SHIFT;
-                let end = if len == LONG {
-                    self.stored_end(id)
-                } else {
-                    start + len as usize
-                };
-                (kind, end)
+                (kind, self.scalar_end(id, packed))
             }
             MAPPING => {
                 let (entries, tail) = self.mapping_at(payload as usize);
@@ -191,6 +185,10 @@ impl YamlFile {
     /// Follow aliases to the node they name (a bounded walk: anchors can only name earlier nodes).
     pub fn resolve(&self, mut id: NodeId) -> Option<NodeId> {
         loop {
+            // Most nodes are no alias: their kind is read without unpacking them.
+            if self.nodes[id as usize].data >> KIND_SHIFT != ALIAS {
+                return Some(id);
+            }
             match self.node(id).kind {
                 NodeKind::Alias { target: Some(t) } => id = t,
                 NodeKind::Alias { target: None } => return None,
@@ -212,28 +210,7 @@ impl YamlFile {
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
-            .find(|&(k, _)| self.scalar_is(k, key))
-    }
-
-    /// Whether `self.scalar(id) == Some(text)`, read straight from the node's record when its
-    /// value is its source text (most keys): the model and the rules look keys up millions of
-    /// times in a fleet, and unpacking each key node was the largest cost of a lookup.
-    pub(super) fn scalar_is(&self, id: NodeId, text: &str) -> bool {
-        let packed = self.nodes[id as usize];
-        let payload = packed.data & PAYLOAD;
-        let len = payload >> LEN_SHIFT;
-        if packed.data >> KIND_SHIFT != SCALAR || payload & HAS_VALUE != 0 || len == LONG {
-            return self.scalar(id) == Some(text);
-        }
-        let start = packed.start as usize;
-        let end = start + len as usize;
-        let written = match SCALAR_STYLES[(payload & 0b111) as usize] {
-            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
-                self.text.as_bytes().get(start + 1..end.saturating_sub(1))
-            }
-            _ => self.text.as_bytes().get(start..end),
-        };
-        written == Some(text.as_bytes())
+            .find(|&(k, _)| self.scalar(k) == Some(key))
     }
 
     /// The node at a path of mapping keys below `from`.
@@ -260,20 +237,34 @@ impl YamlFile {
         self.scalar_in(id).unwrap_or_default()
     }
 
-    /// A scalar node's value, read from the source text when it is not stored.
+    /// A scalar node's value, read from the source text when it is not stored. Straight from
+    /// the node's record, not unpacked: the model and the rules read keys and values millions
+    /// of times in a fleet, and unpacking each node was the largest cost of a lookup.
     pub(super) fn scalar_in(&self, id: NodeId) -> Option<&str> {
-        let node = self.node(id);
-        let NodeKind::Scalar { value, style, .. } = node.kind else {
+        let packed = self.nodes[id as usize];
+        if packed.data >> KIND_SHIFT != SCALAR {
             return None;
-        };
-        let span = node.span;
-        Some(match (value, style) {
-            (Some(v), _) => v,
-            (None, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted) => {
-                &self.text[span.start + 1..span.end - 1]
-            }
-            (None, _) => &self.text[span.start..span.end],
+        }
+        let payload = packed.data & PAYLOAD;
+        if payload & HAS_VALUE != 0 {
+            return Some(self.stored_value(id));
+        }
+        let (start, end) = (packed.start as usize, self.scalar_end(id, packed));
+        Some(match SCALAR_STYLES[(payload & 0b111) as usize] {
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => &self.text[start + 1..end - 1],
+            _ => &self.text[start..end],
         })
+    }
+
+    /// The end of scalar `id` (`packed` its record): its length is in the record, unless it is
+    /// too long for it.
+    fn scalar_end(&self, id: NodeId, packed: Packed) -> usize {
+        let len = (packed.data & PAYLOAD) >> LEN_SHIFT;
+        if len == LONG {
+            self.stored_end(id)
+        } else {
+            packed.start as usize + len as usize
+        }
     }
 }
 
