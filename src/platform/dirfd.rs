@@ -1,9 +1,9 @@
 //! Files named relative to an open directory, never through a symbolic link: what the journalled
 //! write needs so that a directory swapped for a link while it runs cannot send a file outside the
 //! repository. On unix every step is an `*at` call on a directory handle (`openat` with
-//! `O_NOFOLLOW` or, on Linux, `O_TMPFILE`, `renameat`, `linkat`, `unlinkat`, `mkdirat`); elsewhere the same operations go
-//! by path, each component checked with `symlink_metadata` first (a smaller guarantee: a link
-//! swapped in between the check and the call is followed).
+//! `O_NOFOLLOW` or, on Linux, `O_TMPFILE`, `renameat`, `linkat`, `unlinkat`, `mkdirat`);
+//! elsewhere the same operations go by path, each component checked with `symlink_metadata`
+//! first (a smaller guarantee: a link swapped in between the check and the call is followed).
 //!
 //! Every `name` is one path component (no `/`), checked by the caller.
 

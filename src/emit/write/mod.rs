@@ -11,8 +11,8 @@
 //!    then written to a temporary sibling of its target created exclusively under a random name
 //!    (with the target's mode, owner and group) and flushed; on Linux it is written unnamed and
 //!    given that name only once whole, so that a kill never leaves a temporary half written,
-//!    which recovery could not prove its own and would leave behind. Then the plan: which temporary goes
-//!    where, with the hashes of each target's content before and after.
+//!    which recovery could not prove its own and would leave behind. Then the plan: which
+//!    temporary goes where, with the hashes of each target's content before and after.
 //! 3. Every target is checked again (its content, the directories on its way): a change another
 //!    program made meanwhile is a lost race, and everything is rolled back.
 //! 4. The line `commit` is appended: from here on the new tree is decided.
