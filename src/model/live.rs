@@ -123,7 +123,12 @@ impl LiveFiles {
         };
         for r in k.resources.iter().chain(&k.components) {
             match &r.target {
-                RefTarget::File(path) => self.insert(model.repo, path.clone()),
+                RefTarget::File(id) => {
+                    self.files.insert(*id);
+                }
+                RefTarget::OtherFile(path) => {
+                    self.elsewhere.insert(path.clone());
+                }
                 RefTarget::Dir(sub) => self.reach_dir(model, sub, seen),
                 _ => {}
             }

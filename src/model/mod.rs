@@ -258,7 +258,7 @@ impl<'r> Model<'r> {
                 .values()
                 .flat_map(|k| {
                     k.resources.iter().filter_map(|r| match &r.target {
-                        RefTarget::File(path) => Some((self.repo.file_id(path)?, k.file, r.item)),
+                        RefTarget::File(id) => Some((*id, k.file, r.item)),
                         _ => None,
                     })
                 })

@@ -177,7 +177,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
                 source.yaml.line_of(source.yaml.node(doc.root).span.start)
             ));
         }
-        out.extend(renderer.file_objects(&source.path, &[]));
+        out.extend(renderer.file_objects(file, &[]));
     }
     for sub in model.repo.subdirs(dir).to_vec() {
         if has_kustomization_file(model, &sub) {

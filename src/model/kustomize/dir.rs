@@ -13,7 +13,12 @@ use super::transformers::Transformers;
 /// What a `resources`/`components` entry points at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RefTarget {
-    File(String),
+    /// A YAML file fluxmend parsed. Resolved to its id once, when the kustomization is read: a
+    /// fleet renders an entry per file for every layer that reaches it, and every verification
+    /// re-models the repository.
+    File(FileId),
+    /// Another file Flux ships (not YAML, or skipped): what it holds is not modelled.
+    OtherFile(String),
     Dir(String),
     /// A URL or remote base: reported, never fetched.
     Remote(String),
@@ -118,29 +123,27 @@ impl KustomizeDir {
 /// name) is an edit of the real object, not a layer of its own.
 pub(in crate::model) fn patch_only_files(model: &Model) -> HashSet<FileId> {
     // A fleet has tens of thousands of kustomizations: both passes run in parallel.
-    let mut patches: HashSet<String> = model
+    let mut patches: HashSet<FileId> = model
         .kustomize_dirs
         .par_iter()
         .flat_map_iter(|(dir, k)| k.named_files(model, dir, PATCH_FIELDS))
+        .filter_map(|path| model.repo.file_id(&path))
         .collect();
     // Patches are few and resources entries one per file of a fleet: find the listed ones
     // among them rather than collect every entry.
     if !patches.is_empty() {
-        let listed: HashSet<&str> = model
+        let listed: HashSet<FileId> = model
             .kustomize_dirs
             .par_iter()
             .flat_map_iter(|(_, k)| k.resources.iter().chain(&k.components))
-            .filter_map(|r| match &r.target {
-                RefTarget::File(path) if patches.contains(path) => Some(path.as_str()),
+            .filter_map(|r| match r.target {
+                RefTarget::File(id) if patches.contains(&id) => Some(id),
                 _ => None,
             })
             .collect();
-        patches.retain(|path| !listed.contains(path.as_str()));
+        patches.retain(|id| !listed.contains(id));
     }
     patches
-        .iter()
-        .filter_map(|path| model.repo.file_id(path))
-        .collect()
 }
 
 /// kustomize fields whose effect on what a build holds the model does not follow.
@@ -173,7 +176,7 @@ impl Model<'_> {
             .iter()
             .chain(&k.components)
             .all(|r| match &r.target {
-                RefTarget::File(_) => true,
+                RefTarget::File(_) | RefTarget::OtherFile(_) => true,
                 RefTarget::Dir(d) => self.fully_known_below(d, seen),
                 RefTarget::Remote(_) | RefTarget::Missing(_) | RefTarget::OutsideRoot => false,
             })

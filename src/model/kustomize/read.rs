@@ -169,8 +169,10 @@ fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
     };
     if model.repo.is_dir(&path) {
         RefTarget::Dir(path)
+    } else if let Some(id) = model.repo.file_id(&path) {
+        RefTarget::File(id)
     } else if model.repo.is_file(&path) {
-        RefTarget::File(path)
+        RefTarget::OtherFile(path)
     } else {
         RefTarget::Missing(path)
     }

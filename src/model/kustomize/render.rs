@@ -60,10 +60,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
     }
 
     /// Objects of a plain YAML file, as a resource.
-    pub fn file_objects(&self, path: &str, chain: &[FileId]) -> Vec<Rendered> {
-        let Some(file) = self.model.repo.file_id(path) else {
-            return Vec::new();
-        };
+    pub fn file_objects(&self, file: FileId, chain: &[FileId]) -> Vec<Rendered> {
         self.model
             .objects_in(file)
             .map(|object| Rendered {
@@ -224,7 +221,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
     ) -> Result<Vec<Rendered>, String> {
         let text = || r.text(&self.model.repo.file(listed_in).yaml);
         match &r.target {
-            RefTarget::File(path) => Ok(self.file_objects(path, chain)),
+            RefTarget::File(file) => Ok(self.file_objects(*file, chain)),
             RefTarget::Dir(path) => {
                 let mut objs = self.render_dir_owned(path)?;
                 for o in &mut objs {
@@ -234,7 +231,8 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 }
                 Ok(objs)
             }
-            RefTarget::Remote(_) => Ok(Vec::new()),
+            // What another file or a remote base holds is not modelled.
+            RefTarget::OtherFile(_) | RefTarget::Remote(_) => Ok(Vec::new()),
             RefTarget::Missing(path) => {
                 Err(format!("resource `{}` does not exist ({path})", text()))
             }

@@ -32,12 +32,12 @@ pub(in crate::rules) fn bringing_entry(
         .chain
         .get(k + 1)
         .map(|&f| parent_of(&model.repo.file(f).path).to_string());
-    let obj_file = &model.repo.file(model.object(r.object).file).path;
+    let obj_file = model.object(r.object).file;
     dir.resources
         .iter()
         .find_map(|res| match (&res.target, &next_dir) {
             (RefTarget::Dir(d), Some(next)) if d == next => Some((file, res.item)),
-            (RefTarget::File(p), None) if p == obj_file => Some((file, res.item)),
+            (RefTarget::File(f), None) if *f == obj_file => Some((file, res.item)),
             _ => None,
         })
 }
