@@ -113,10 +113,9 @@ impl YamlFile {
                 (kind, (tail & !FLOW_MAPPING) as usize)
             }
             SEQUENCE => {
-                let header = self.items[payload as usize];
-                let first = payload as usize + 2;
+                let (items, header) = self.sequence_at(payload as usize);
                 let kind = NodeKind::Sequence {
-                    items: &self.items[first..first + (header >> 1) as usize],
+                    items,
                     flow: header & 1 != 0,
                 };
                 (kind, self.items[payload as usize + 1] as usize)
@@ -197,10 +196,14 @@ impl YamlFile {
         }
     }
 
-    /// Entries of a mapping node, aliases followed (empty for anything else).
+    /// Entries of a mapping node, aliases followed (empty for anything else). Read from the
+    /// node's record, not unpacked (its span and dash are not needed): every lookup of a key
+    /// starts here.
     pub fn entries(&self, id: NodeId) -> Entries<'_> {
-        match self.resolve(id).map(|id| self.node(id).kind) {
-            Some(NodeKind::Mapping { entries, .. }) => entries,
+        match self.resolve(id).map(|id| self.nodes[id as usize].data) {
+            Some(data) if data >> KIND_SHIFT == MAPPING => {
+                self.mapping_at((data & PAYLOAD) as usize).0
+            }
             _ => Entries::default(),
         }
     }
@@ -219,10 +222,13 @@ impl YamlFile {
             .try_fold(from, |id, key| self.entry(id, key).map(|(_, v)| v))
     }
 
-    /// Items of a sequence node, aliases followed (empty for anything else).
+    /// Items of a sequence node, aliases followed (empty for anything else); from the node's
+    /// record, as [`Self::entries`].
     pub fn items(&self, id: NodeId) -> &[NodeId] {
-        match self.resolve(id).map(|id| self.node(id).kind) {
-            Some(NodeKind::Sequence { items, .. }) => items,
+        match self.resolve(id).map(|id| self.nodes[id as usize].data) {
+            Some(data) if data >> KIND_SHIFT == SEQUENCE => {
+                self.sequence_at((data & PAYLOAD) as usize).0
+            }
             _ => &[],
         }
     }
@@ -343,6 +349,14 @@ impl YamlFile {
         let first = index + 2;
         let ids = &self.entries[first..first + if paired { 2 * len } else { len }];
         (Entries { ids, paired }, self.entries[index + 1])
+    }
+
+    /// The sequence whose header is at `index` of the items arena: its items, and the header
+    /// (its length and flow flag).
+    fn sequence_at(&self, index: usize) -> (&[NodeId], u32) {
+        let header = self.items[index];
+        let first = index + 2;
+        (&self.items[first..first + (header >> 1) as usize], header)
     }
 
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.

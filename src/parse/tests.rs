@@ -728,3 +728,40 @@ fn a_scalar_reads_as_its_unpacked_node_says() {
         Some(long.as_str())
     );
 }
+
+/// `entries` and `items` read a collection from its record: they must list what the unpacked
+/// node lists, for block and flow collections, empty ones, aliases of them, other nodes, and
+/// the paired entries a collection key makes (an error, but the nodes stay in the arena).
+#[test]
+fn collections_read_as_their_unpacked_nodes_say() {
+    let text = "a: &m {k: v, l: [1, 2]}\nb: *m\nc:\n  - x\n  - &s [y, z]\n  - *s\nd: []\n\
+                e: {}\nf:\n  g: h\nscalar: &t text\nalias: *t\n";
+    let paired = "f:\n  g: h\n  ? [complex]\n  : key\n";
+    for (text, error) in [(text, false), (paired, true)] {
+        let (file, err) = YamlFile::parse(text);
+        assert_eq!(err.is_some(), error, "{text:?}");
+        for id in file.node_ids() {
+            let (entries, items) = match file.resolve(id).map(|t| file.node(t).kind) {
+                Some(NodeKind::Mapping { entries, .. }) => (entries, &[][..]),
+                Some(NodeKind::Sequence { items, .. }) => (Entries::default(), items),
+                _ => (Entries::default(), &[][..]),
+            };
+            assert_eq!(file.entries(id), entries, "node {id} of {text:?}");
+            assert_eq!(file.items(id), items, "node {id} of {text:?}");
+        }
+    }
+    let file = parse_ok(text);
+    let root = file.docs[0].root;
+    let b = file.lookup(root, &["b"]).unwrap();
+    assert_eq!(file.entries(b).len(), 2);
+    let c = file.lookup(root, &["c"]).unwrap();
+    assert_eq!(file.items(c).len(), 3);
+    assert_eq!(file.items(file.items(c)[2]).len(), 2);
+    let (file, _) = YamlFile::parse(paired);
+    let f = file
+        .node_ids()
+        .find(|&id| file.scalar_in(id) == Some("f"))
+        .unwrap()
+        + 1;
+    assert_eq!(file.entries(f).len(), 2);
+}
