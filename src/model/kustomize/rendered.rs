@@ -37,8 +37,13 @@ impl Transform<'_> {
                 key.namespace = Some(ns.clone());
             }
         }
-        if !keeps_its_name(key) {
-            let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+        let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+        // No prefix or suffix to add and the hash already last: the name is what it was, and
+        // stays shared with the object (a fleet's kustomizations set a namespace on every
+        // level, and a new name per rendering was an allocation each).
+        let unchanged =
+            self.prefix.is_empty() && self.suffix.is_empty() && key.name.ends_with(hash);
+        if !unchanged && !keeps_its_name(key) {
             let base = key.name.strip_suffix(hash).unwrap_or(&key.name);
             key.name = format!("{}{base}{}{hash}", self.prefix, self.suffix).into();
         }
