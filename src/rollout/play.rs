@@ -13,7 +13,7 @@ use super::consequence::consequence;
 use super::outcome::{
     ClusterRollout, Consequence, Deletion, LayerChange, LeaveOutcome, Leaving, Rollout, Step,
 };
-use super::side::{Applied, Appliers, Side, compatible, deletes_inventory, ordered_before, side};
+use super::side::{Applied, Appliers, Side, compatible, deletes_inventory, ordered_before, sides};
 use crate::model::cluster_keys;
 
 /// Play the change from `before` to `after` through Flux's reconcile, cluster by cluster.
@@ -47,14 +47,34 @@ fn play_with(before: &Model, after: &Model, detail: Detail) -> Rollout {
         names.entry(k).or_default().1 = Some(c);
     }
     // Clusters are independent (a fleet has thousands): played side by side, kept in name order.
-    let names: Vec<_> = names.into_iter().collect();
-    let clusters = names
-        .into_par_iter()
+    let (mut before_sides, mut after_sides) = (sides(before), sides(after));
+    let names: Vec<_> = names
+        .into_iter()
         .map(|(root, (b, a))| {
-            play_cluster(root, &side(before, b), &side(after, a), a.or(b), detail)
+            let sides = (
+                take_side(before, &mut before_sides, b),
+                take_side(after, &mut after_sides, a),
+            );
+            (root, sides, a.or(b))
         })
         .collect();
+    let clusters = names
+        .into_par_iter()
+        .map(|(root, (b, a), cluster)| play_cluster(root, &b, &a, cluster, detail))
+        .collect();
     Rollout { clusters }
+}
+
+/// The side of `cluster` (none: an empty one), taken out of `sides`: each plays once.
+fn take_side<'m, 'r>(
+    model: &'m Model<'r>,
+    sides: &mut HashMap<usize, Side<'m, 'r>>,
+    cluster: Option<usize>,
+) -> Side<'m, 'r> {
+    cluster.and_then(|c| sides.remove(&c)).unwrap_or(Side {
+        model,
+        layers: BTreeMap::new(),
+    })
 }
 
 fn play_cluster(

@@ -99,13 +99,21 @@ pub(super) fn compatible(a: &[(String, String)], b: &[(String, String)]) -> bool
         .all(|(p, v)| b.iter().all(|(q, w)| p != q || v == w))
 }
 
-pub(super) fn side<'m, 'r>(model: &'m Model<'r>, cluster: Option<usize>) -> Side<'m, 'r> {
-    let layers = model
-        .live_layers()
-        .filter(|(_, l)| Some(l.cluster) == cluster)
-        .map(|(id, l)| (l.id.clone(), id))
-        .collect();
-    Side { model, layers }
+/// Each cluster's side of `model`, by cluster index: gathered in one pass over the layers, not
+/// one per cluster (a fleet has thousands of clusters, and a pass reads every layer's record).
+pub(super) fn sides<'m, 'r>(model: &'m Model<'r>) -> HashMap<usize, Side<'m, 'r>> {
+    let mut sides: HashMap<usize, Side> = HashMap::default();
+    for (id, l) in model.live_layers() {
+        sides
+            .entry(l.cluster)
+            .or_insert_with(|| Side {
+                model,
+                layers: BTreeMap::new(),
+            })
+            .layers
+            .insert(l.id.clone(), id);
+    }
+    sides
 }
 
 /// The layers `id` is guaranteed to run after: its `dependsOn` targets that read the same
