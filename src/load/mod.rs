@@ -31,7 +31,7 @@ pub use work_tree::LoadError;
 
 /// `text` written at `root/rel`, the folders on the way created: the tests' repositories.
 #[cfg(test)]
-fn write_test_file(root: &std::path::Path, rel: &str, text: &str) {
+pub(crate) fn write_test_file(root: &std::path::Path, rel: &str, text: &str) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
