@@ -49,6 +49,12 @@ pub struct YamlFile {
     pub(super) line_index: Box<[u32]>,
 }
 
+/// Where a scalar's value is: stored (it differs from its text), or a byte range of the text.
+enum ScalarPlace<'a> {
+    Stored(&'a str),
+    Text(usize, usize),
+}
+
 /// A file's own line ending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineEnding {
@@ -213,7 +219,23 @@ impl YamlFile {
     pub fn entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
-            .find(|&(k, _)| self.scalar(k) == Some(key))
+            .find(|&(k, _)| self.scalar_is(k, key))
+    }
+
+    /// Whether node `id` (aliases followed) is the scalar `text`. The length is compared from
+    /// the record first: a lookup passes over the keys before the one it wants, and reading
+    /// each one's text from memory the cache no longer holds was most of a lookup's cost.
+    fn scalar_is(&self, id: NodeId, text: &str) -> bool {
+        let Some(id) = self.resolve(id) else {
+            return false;
+        };
+        match self.scalar_place(id) {
+            Some(ScalarPlace::Stored(value)) => value == text,
+            Some(ScalarPlace::Text(start, end)) => {
+                end - start == text.len() && &self.text[start..end] == text
+            }
+            None => false,
+        }
     }
 
     /// The node at a path of mapping keys below `from`.
@@ -247,18 +269,29 @@ impl YamlFile {
     /// the node's record, not unpacked: the model and the rules read keys and values millions
     /// of times in a fleet, and unpacking each node was the largest cost of a lookup.
     pub(super) fn scalar_in(&self, id: NodeId) -> Option<&str> {
+        Some(match self.scalar_place(id)? {
+            ScalarPlace::Stored(value) => value,
+            ScalarPlace::Text(start, end) => &self.text[start..end],
+        })
+    }
+
+    /// Where the value of scalar `id` is (`None`: no scalar), read from its record alone: the
+    /// one place that knows which values are stored and what quotes leave out of the text.
+    fn scalar_place(&self, id: NodeId) -> Option<ScalarPlace<'_>> {
         let packed = self.nodes[id as usize];
         if packed.data >> KIND_SHIFT != SCALAR {
             return None;
         }
         let payload = packed.data & PAYLOAD;
         if payload & HAS_VALUE != 0 {
-            return Some(self.stored_value(id));
+            return Some(ScalarPlace::Stored(self.stored_value(id)));
         }
         let (start, end) = (packed.start as usize, self.scalar_end(id, packed));
         Some(match SCALAR_STYLES[(payload & 0b111) as usize] {
-            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => &self.text[start + 1..end - 1],
-            _ => &self.text[start..end],
+            ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => {
+                ScalarPlace::Text(start + 1, end - 1)
+            }
+            _ => ScalarPlace::Text(start, end),
         })
     }
 
