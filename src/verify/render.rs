@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::PRUNE_DISABLED;
-use crate::model::{Model, ObjectKey};
+use crate::model::{Layer, LayerId, LayerRef, Model, ObjectIdx, ObjectKey};
 use crate::parse::Value;
 use crate::rules::{Gate, GateFailure};
 
@@ -58,16 +59,21 @@ impl Allowed {
 
 /// Every object the live layers apply, per cluster, with its content (its file's path
 /// borrowed), handed to `each`: what must not change. The Flux Kustomizations named in
-/// `skip_layer_objects` are left out (their specs are what a move edits).
+/// `skip_layer_objects` are left out (their specs are what a move edits), and so are the layers
+/// in `alike` (see [`alike_layers`]).
 fn each_rendered<'m>(
     model: &'m Model,
     skip_layer_objects: &HashSet<(usize, &str)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
     after: bool,
+    alike: &HashSet<(usize, &LayerRef)>,
     mut each: impl FnMut(usize, &'m ObjectKey, Content<&'m str>),
 ) {
     for (_, layer) in model.live_layers() {
+        if alike.contains(&(layer.cluster, &layer.id)) {
+            continue;
+        }
         for (_, r) in layer.inventory() {
             let is_flux_layer =
                 r.key.group() == "kustomize.toolkit.fluxcd.io" && r.key.kind == "Kustomization";
@@ -105,6 +111,7 @@ fn rendered_multiset(
         changed,
         allowed,
         after,
+        &HashSet::default(),
         |cluster, key, content| {
             let content = match content {
                 Content::Untouched(path, doc) => Content::Untouched(path.to_string(), doc),
@@ -163,6 +170,7 @@ fn same_rendered(
     changed: &HashSet<&str>,
     allowed: &Allowed,
 ) -> bool {
+    let alike = alike_layers(model, after, changed);
     let mut counts: HashMap<(usize, &ObjectKey, Content<&str>), i64> = HashMap::default();
     for (m, is_after, step) in [(model, false, 1), (after, true, -1)] {
         each_rendered(
@@ -171,12 +179,80 @@ fn same_rendered(
             changed,
             allowed,
             is_after,
+            &alike,
             |cluster, key, content| {
                 *counts.entry((cluster, key, content)).or_insert(0) += step;
             },
         );
     }
     counts.values().all(|&n| n == 0)
+}
+
+/// The layers (cluster, identity) that render alike before and after: one live layer so named
+/// on each side, applying the same objects in the same order, each from the same document of
+/// a file the change leaves alone. Each adds the same objects with the same content to both
+/// sides of [`same_rendered`]'s counts, so it is left out of them: a fix changes a few layers
+/// of a fleet, and counting every object of every other layer in a table of a million entries
+/// was most of the gate's cost.
+fn alike_layers<'m>(
+    model: &'m Model,
+    after: &Model,
+    changed: &HashSet<&str>,
+) -> HashSet<(usize, &'m LayerRef)> {
+    // Each (cluster, identity) with its layer, when exactly one live layer has it.
+    fn unique<'a>(m: &'a Model) -> HashMap<(usize, &'a LayerRef), Option<LayerId>> {
+        let mut by: HashMap<(usize, &LayerRef), Option<LayerId>> = HashMap::default();
+        for (id, layer) in m.live_layers() {
+            by.entry((layer.cluster, &layer.id))
+                .and_modify(|known| *known = None)
+                .or_insert(Some(id));
+        }
+        by
+    }
+    let after_layers = unique(after);
+    unique(model)
+        .into_par_iter()
+        .filter(|(key, id)| {
+            let (Some(before_id), Some(Some(after_id))) = (id, after_layers.get(key)) else {
+                return false;
+            };
+            renders_alike(
+                (model, model.layer(*before_id)),
+                (after, after.layer(*after_id)),
+                changed,
+            )
+        })
+        .map(|(key, _)| key)
+        .collect()
+}
+
+/// Where an object is written: its file's path and its document.
+fn place<'m>(model: &'m Model, object: ObjectIdx) -> (&'m str, usize) {
+    let obj = model.object(object);
+    (model.repo.file(obj.file).path.as_str(), obj.doc)
+}
+
+/// Whether two layers apply the same objects (same keys) in the same order, each from the
+/// same document of the same file, none of them changed.
+fn renders_alike(
+    (model, layer): (&Model, &Layer),
+    (after, after_layer): (&Model, &Layer),
+    changed: &HashSet<&str>,
+) -> bool {
+    let (mut before_items, mut after_items) = (layer.inventory(), after_layer.inventory());
+    loop {
+        match (before_items.next(), after_items.next()) {
+            (None, None) => return true,
+            (Some((_, b)), Some((_, a))) => {
+                let (path, doc) = place(model, b.object);
+                if b.key != a.key || changed.contains(path) || place(after, a.object) != (path, doc)
+                {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// An object's content without the `prune: disabled` annotation a protecting phase adds (and

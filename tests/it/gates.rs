@@ -278,6 +278,30 @@ fn render_gate_catches_an_object_duplicated_into_two_layers() {
     );
 }
 
+/// Render gate (builtin): an object of a layer the fix leaves alone, changed in place (the same
+/// identity from the same document of the same file, other content), is still compared: the
+/// layers the gate leaves out of its counts must also leave their files alone.
+#[test]
+fn render_gate_catches_an_object_changed_in_place_in_a_layer_the_fix_leaves_alone() {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = Setup::finding(&model);
+    let path = "infra/namespace.yaml";
+    let end = s.text(path).len();
+    let mut bad = Changeset::default();
+    bad.edit(
+        path,
+        TextEdit {
+            start: end,
+            end,
+            text: "  labels:\n    team: platform\n".into(),
+        },
+    );
+    let f = planted(&finding, true, &bad);
+    expect_gate(s.verify(&model, &f, None), Gate::Render, &["infra"]);
+}
+
 /// Convergence: a change that is harmless but fixes nothing.
 #[test]
 fn convergence_catches_a_fix_that_fixes_nothing() {
