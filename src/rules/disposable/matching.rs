@@ -24,12 +24,10 @@ impl Catalogue {
             return None;
         }
         let yaml = &model.repo.file(obj.file).yaml;
-        for (what, keys) in [
-            ("label", ["metadata", "labels"]),
-            ("annotation", ["metadata", "annotations"]),
-        ] {
-            let value = yaml
-                .lookup(obj.root, &keys)
+        let metadata = yaml.lookup(obj.root, &["metadata"]);
+        for (what, key) in [("label", "labels"), ("annotation", "annotations")] {
+            let value = metadata
+                .and_then(|m| yaml.lookup(m, &[key]))
                 .and_then(|m| yaml.entry(m, &self.opt_in))
                 .and_then(|(_, v)| yaml.scalar(v));
             match value {
