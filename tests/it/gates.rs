@@ -118,6 +118,21 @@ impl Setup {
     }
 
     /// An edit removing the whole line that holds `needle` in `path`.
+    /// A change appending `text` to the end of `path`.
+    fn appending(&self, path: &str, text: &str) -> Changeset {
+        let end = self.text(path).len();
+        let mut change = Changeset::default();
+        change.edit(
+            path,
+            TextEdit {
+                start: end,
+                end,
+                text: text.into(),
+            },
+        );
+        change
+    }
+
     fn remove_line(&self, path: &str, needle: &str) -> TextEdit {
         let text = self.text(path);
         let at = text
@@ -215,16 +230,7 @@ fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
     let model = s.model();
     let finding = Setup::finding(&model);
     let path = "apps/shop/kustomization.yaml";
-    let end = s.text(path).len();
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start: end,
-            end,
-            text: "        labels: {}\n".into(),
-        },
-    );
+    let bad = s.appending(path, "        labels: {}\n");
     let f = planted(&finding, true, &bad);
     expect_gate(
         s.verify(&model, &f, None),
@@ -287,17 +293,7 @@ fn render_gate_catches_an_object_changed_in_place_in_a_layer_the_fix_leaves_alon
     let s = Setup::new(&dir);
     let model = s.model();
     let finding = Setup::finding(&model);
-    let path = "infra/namespace.yaml";
-    let end = s.text(path).len();
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start: end,
-            end,
-            text: "  labels:\n    team: platform\n".into(),
-        },
-    );
+    let bad = s.appending("infra/namespace.yaml", "  labels:\n    team: platform\n");
     let f = planted(&finding, true, &bad);
     expect_gate(s.verify(&model, &f, None), Gate::Render, &["infra"]);
 }
