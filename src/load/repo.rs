@@ -135,12 +135,20 @@ impl Repo {
     /// Rebuild the per-directory file index after `files` changed order (generated files,
     /// which belong to no directory, left out).
     fn reindex_files(&mut self) {
+        /// Add one run of a folder's files to the index.
+        fn index(dir_files: &mut HashMap<String, Vec<FileId>>, (dir, ids): (&str, Vec<FileId>)) {
+            match dir_files.get_mut(dir) {
+                Some(known) => known.extend(ids),
+                None => {
+                    dir_files.insert(dir.to_string(), ids);
+                }
+            }
+        }
         self.dir_files.clear();
         // In path order a folder's files come one after another, interrupted only by its
         // subfolders': each run of them is indexed at once, and a folder's name allocated once
         // (a fleet has 140,000 files).
         let mut run: Option<(&str, Vec<FileId>)> = None;
-        let mut runs = Vec::new();
         for (id, f) in self.files.iter().enumerate() {
             if self.generated.contains_key(&f.path) {
                 continue;
@@ -148,17 +156,15 @@ impl Repo {
             let dir = parent_of(&f.path);
             match &mut run {
                 Some((current, ids)) if *current == dir => ids.push(id),
-                _ => runs.extend(run.replace((dir, vec![id]))),
-            }
-        }
-        runs.extend(run);
-        for (dir, ids) in runs {
-            match self.dir_files.get_mut(dir) {
-                Some(known) => known.extend(ids),
-                None => {
-                    self.dir_files.insert(dir.to_string(), ids);
+                _ => {
+                    if let Some(done) = run.replace((dir, vec![id])) {
+                        index(&mut self.dir_files, done);
+                    }
                 }
             }
+        }
+        if let Some(done) = run {
+            index(&mut self.dir_files, done);
         }
     }
 
