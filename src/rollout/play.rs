@@ -71,10 +71,9 @@ fn take_side<'m, 'r>(
     sides: &mut HashMap<usize, Side<'m, 'r>>,
     cluster: Option<usize>,
 ) -> Side<'m, 'r> {
-    cluster.and_then(|c| sides.remove(&c)).unwrap_or(Side {
-        model,
-        layers: BTreeMap::new(),
-    })
+    cluster
+        .and_then(|c| sides.remove(&c))
+        .unwrap_or_else(|| Side::empty(model))
 }
 
 fn play_cluster(

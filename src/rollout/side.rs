@@ -52,7 +52,15 @@ pub(super) struct Side<'m, 'r> {
     pub(super) layers: BTreeMap<LayerRef, LayerId>,
 }
 
-impl<'m> Side<'m, '_> {
+impl<'m, 'r> Side<'m, 'r> {
+    /// A side with no layer (yet, or at all: a cluster only the other side of the change has).
+    pub(super) fn empty(model: &'m Model<'r>) -> Self {
+        Side {
+            model,
+            layers: BTreeMap::new(),
+        }
+    }
+
     /// What layer `id` applies. With `annotations` false, only which objects: their
     /// annotation-borne flags (`exempt`, `instance_disabled`, `is_instance`) are left false,
     /// and reading them is most of an inventory's cost.
@@ -106,10 +114,7 @@ pub(super) fn sides<'m, 'r>(model: &'m Model<'r>) -> HashMap<usize, Side<'m, 'r>
     for (id, l) in model.live_layers() {
         sides
             .entry(l.cluster)
-            .or_insert_with(|| Side {
-                model,
-                layers: BTreeMap::new(),
-            })
+            .or_insert_with(|| Side::empty(model))
             .layers
             .insert(l.id.clone(), id);
     }
