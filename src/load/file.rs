@@ -18,8 +18,8 @@ pub struct SourceFile {
 }
 
 // A fleet keeps one `Arc<SourceFile>` a file (its two counts, then the record): within
-// mimalloc's 192-byte size class, not the next (224).
-const _: () = assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<SourceFile>() <= 192);
+// mimalloc's 128-byte size class, not the next (160).
+const _: () = assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<SourceFile>() <= 128);
 
 /// The directory part of a relative path (`""` for a top-level entry).
 pub fn parent_of(path: &str) -> &str {

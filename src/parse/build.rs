@@ -3,10 +3,10 @@
 use rustc_hash::FxHashMap as HashMap;
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
-use super::file::{Document, LineEnding, ParseError, YamlFile, dash_of};
+use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile, dash_of};
 use super::node::{
     ALIAS, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
-    MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, Packed, SCALAR, SEQUENCE, ScalarStyle, Span,
+    MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR, SEQUENCE, ScalarStyle, Span,
 };
 use super::{ends, lenient};
 
@@ -85,24 +85,15 @@ impl YamlFile {
         };
         let mut docs = builder.docs;
         let mut scratch = builder.scratch;
-        let nodes = scratch.pack();
-        // Exact-size copies: these live as long as the repository, the scratch is reused.
+        // An exact-size copy: it lives as long as the repository, the scratch is reused.
+        let words = scratch.pack();
         let mut file = YamlFile {
             line_ending: LineEnding::from_line_starts(text, &scratch.line_starts),
             text: String::new(),
             bom,
             docs: Box::default(),
-            nodes,
-            entries: scratch.entries.as_slice().into(),
-            items: scratch.items.as_slice().into(),
-            offsets: scratch.offsets.as_slice().into(),
+            words,
             strings: std::mem::take(&mut scratch.strings).into_boxed_slice(),
-            line_index: scratch
-                .line_starts
-                .iter()
-                .step_by(LINE_BLOCK)
-                .copied()
-                .collect(),
         };
         scratch.release();
         SCRATCH.with(|s| *s.borrow_mut() = scratch);
@@ -212,11 +203,11 @@ struct Scratch {
     nodes: Vec<Open>,
     entries: Vec<NodeId>,
     items: Vec<NodeId>,
-    dashes: Vec<(NodeId, u32)>,
+    dashes: Vec<[u32; 2]>,
     /// Stored values and tags, as [`YamlFile`] keeps them.
     strings: Vec<(NodeId, Box<str>)>,
-    /// [`YamlFile::offsets`] as [`Scratch::pack`] gathers them.
-    offsets: Vec<(NodeId, u32)>,
+    /// The offsets arena (see [`super::file::Arena`]) as [`Scratch::pack`] gathers it.
+    offsets: Vec<[u32; 2]>,
     line_starts: Vec<u32>,
     stack: Vec<Frame>,
     /// Children of the open collections, innermost last; a collection's are moved to its arena
@@ -248,9 +239,10 @@ impl Scratch {
         self.anchors.clear();
     }
 
-    /// The file's node records, each node's end moved to where [`Packed`] says: a collection's
-    /// into its arena header, an alias's into the offsets (final after this, like the arenas).
-    fn pack(&mut self) -> Box<[Packed]> {
+    /// The file's [`YamlFile::words`]: the node records, each node's end moved to where
+    /// [`Packed`](super::node::Packed) says (a collection's into its arena header, an alias's into the offsets),
+    /// then the arenas.
+    fn pack(&mut self) -> Box<[u32]> {
         // A collection the parse stopped inside (its document is dropped) reads as empty.
         for frame in self.stack.drain(..) {
             let node = &mut self.nodes[frame.id as usize];
@@ -264,7 +256,16 @@ impl Scratch {
             }
         }
         let mut dashes = self.dashes.iter().copied();
-        let mut packed = Vec::with_capacity(self.nodes.len());
+        let line_index = self.line_starts.iter().step_by(LINE_BLOCK).copied();
+        // Exact unless a node's end is an offset too (aliases, very long scalars: rare).
+        let size = HEADER
+            + 2 * self.nodes.len()
+            + self.entries.len()
+            + self.items.len()
+            + 2 * self.dashes.len()
+            + line_index.len();
+        let mut words = Vec::with_capacity(size);
+        words.extend([0; HEADER]);
         for (id, node) in (0..).zip(&self.nodes) {
             if node.data & HAS_DASH != 0 {
                 self.offsets.extend(dashes.next());
@@ -276,19 +277,25 @@ impl Scratch {
                     Some(len) if len < LONG => data |= len << LEN_SHIFT,
                     _ => {
                         data |= LONG << LEN_SHIFT;
-                        self.offsets.push((id, node.end));
+                        self.offsets.push([id, node.end]);
                     }
                 },
                 MAPPING => self.entries[index + 1] |= node.end,
                 SEQUENCE => self.items[index + 1] = node.end,
-                _ => self.offsets.push((id, node.end)),
+                _ => self.offsets.push([id, node.end]),
             }
-            packed.push(Packed {
-                start: node.start,
-                data,
-            });
+            words.extend([node.start, data]);
         }
-        packed.into_boxed_slice()
+        let arena_start = |words: &mut Vec<u32>, slot: usize| words[slot] = words.len() as u32;
+        arena_start(&mut words, 0);
+        words.extend_from_slice(&self.entries);
+        arena_start(&mut words, 1);
+        words.extend_from_slice(&self.items);
+        arena_start(&mut words, 2);
+        words.extend(self.offsets.iter().flatten());
+        arena_start(&mut words, 3);
+        words.extend(line_index);
+        words.into_boxed_slice()
     }
 
     /// Forget the storage of an unusually large file.
@@ -425,7 +432,7 @@ impl Builder<'_> {
         let mut data = kind << KIND_SHIFT | payload;
         if let Some(dash) = dash {
             data |= HAS_DASH;
-            scratch.dashes.push((id, dash as u32));
+            scratch.dashes.push([id, dash as u32]);
         }
         scratch.nodes.push(Open {
             start: span.start as u32,

@@ -27,27 +27,40 @@ pub struct YamlFile {
     pub bom: bool,
     /// The file's dominant line ending, used for everything written into it.
     pub line_ending: LineEnding,
-    /// Boxed, not a vector: with it a file's record fits mimalloc's 192-byte class, not 224
-    /// (issue 26: a fleet keeps one a file).
+    /// Boxed, not a vector: a fleet keeps a record per file.
     pub docs: Box<[Document]>,
-    pub(super) nodes: Box<[Packed]>,
-    /// Mapping children: at a mapping's index `len << 1 | PAIRED if paired`, then
-    /// `end | FLOW_MAPPING if flow`, then its `len` keys, or `len` (key, value) pairs when paired
-    /// (see [`Entries`]).
-    pub(super) entries: Box<[NodeId]>,
-    /// Sequence children: at a sequence's index `len << 1 | flow`, then its end, then its `len`
-    /// items.
-    pub(super) items: Box<[NodeId]>,
-    /// The dash byte of each block-sequence item, and the end of each node whose record cannot
-    /// hold it (an alias, a scalar of 16 MiB or more), by node id (ascending; a node's dash
-    /// before its end): both few, so one table.
-    pub(super) offsets: Box<[(NodeId, u32)]>,
+    /// The node records and the arenas, one allocation a file (see [`Arena`]): each array of
+    /// its own cost a box in the record and a size class's rounding, and a fleet keeps them
+    /// for every file (issue 26).
+    pub(super) words: Box<[u32]>,
     /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
     /// value before its tag): both rare, so one table, not two, in every file's record.
     pub(super) strings: Box<[(NodeId, Box<str>)]>,
-    /// The start of every [`LINE_BLOCK`]-th line.
-    pub(super) line_index: Box<[u32]>,
 }
+
+/// The arrays [`YamlFile::words`] holds after its header (which holds where each but the
+/// nodes starts), in this order:
+/// - `Nodes`: two words a node, its [`Packed`] record.
+/// - `Entries`: mapping children: at a mapping's index `len << 1 | PAIRED if paired`, then
+///   `end | FLOW_MAPPING if flow`, then its `len` keys, or `len` (key, value) pairs when paired
+///   (see [`Entries`]).
+/// - `Items`: sequence children: at a sequence's index `len << 1 | flow`, then its end, then its
+///   `len` items.
+/// - `Offsets`: (node id, offset) pairs: the dash byte of each block-sequence item, and the end
+///   of each node whose record cannot hold it (an alias, a scalar of 16 MiB or more), by node id
+///   (ascending; a node's dash before its end): both few, so one table.
+/// - `Lines`: the start of every [`LINE_BLOCK`]-th line.
+#[derive(Clone, Copy)]
+pub(super) enum Arena {
+    Nodes,
+    Entries,
+    Items,
+    Offsets,
+    Lines,
+}
+
+/// Words before the first node: where each arena after the nodes starts.
+pub(super) const HEADER: usize = 4;
 
 /// Where a scalar's value is: stored (it differs from its text), or a byte range of the text.
 enum ScalarPlace<'a> {
@@ -98,7 +111,7 @@ pub struct ParseError {
 impl YamlFile {
     /// The node `id`, unpacked.
     pub fn node(&self, id: NodeId) -> Node<'_> {
-        let packed = self.nodes[id as usize];
+        let packed = self.packed(id);
         let start = packed.start as usize;
         let payload = packed.data & PAYLOAD;
         let (kind, end) = match packed.data >> KIND_SHIFT {
@@ -124,7 +137,10 @@ impl YamlFile {
                     items,
                     flow: header & 1 != 0,
                 };
-                (kind, self.items[payload as usize + 1] as usize)
+                (
+                    kind,
+                    self.arena(Arena::Items)[payload as usize + 1] as usize,
+                )
             }
             _ => {
                 let kind = NodeKind::Alias {
@@ -136,13 +152,13 @@ impl YamlFile {
         Node {
             kind,
             span: Span::new(start, end),
-            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(&self.offsets, id)),
+            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(self.offsets(), id)),
         }
     }
 
     /// Every node id of the file, in source order of their starts (parents before children).
     pub fn node_ids(&self) -> std::ops::Range<NodeId> {
-        0..self.nodes.len() as NodeId
+        0..(self.arena(Arena::Nodes).len() / 2) as NodeId
     }
 
     /// The source text of a span.
@@ -157,8 +173,9 @@ impl YamlFile {
     )]
     pub fn line_of(&self, offset: usize) -> usize {
         let offset = offset.min(self.text.len());
-        let block = self.line_index.partition_point(|&s| s as usize <= offset) - 1;
-        let from = self.line_index[block] as usize;
+        let line_index = self.arena(Arena::Lines);
+        let block = line_index.partition_point(|&s| s as usize <= offset) - 1;
+        let from = line_index[block] as usize;
         let newlines = self.text.as_bytes()[from..offset]
             .iter()
             .filter(|&&b| b == b'\n')
@@ -191,7 +208,7 @@ impl YamlFile {
     pub fn resolve(&self, mut id: NodeId) -> Option<NodeId> {
         loop {
             // Most nodes are no alias: their kind is read without unpacking them.
-            if self.nodes[id as usize].data >> KIND_SHIFT != ALIAS {
+            if self.packed(id).data >> KIND_SHIFT != ALIAS {
                 return Some(id);
             }
             match self.node(id).kind {
@@ -206,7 +223,7 @@ impl YamlFile {
     /// node's record, not unpacked (its span and dash are not needed): every lookup of a key
     /// starts here.
     pub fn entries(&self, id: NodeId) -> Entries<'_> {
-        match self.resolve(id).map(|id| self.nodes[id as usize].data) {
+        match self.resolve(id).map(|id| self.packed(id).data) {
             Some(data) if data >> KIND_SHIFT == MAPPING => {
                 self.mapping_at((data & PAYLOAD) as usize).0
             }
@@ -247,7 +264,7 @@ impl YamlFile {
     /// Items of a sequence node, aliases followed (empty for anything else); from the node's
     /// record, as [`Self::entries`].
     pub fn items(&self, id: NodeId) -> &[NodeId] {
-        match self.resolve(id).map(|id| self.nodes[id as usize].data) {
+        match self.resolve(id).map(|id| self.packed(id).data) {
             Some(data) if data >> KIND_SHIFT == SEQUENCE => {
                 self.sequence_at((data & PAYLOAD) as usize).0
             }
@@ -278,7 +295,7 @@ impl YamlFile {
     /// Where the value of scalar `id` is (`None`: no scalar), read from its record alone: the
     /// one place that knows which values are stored and what quotes leave out of the text.
     fn scalar_place(&self, id: NodeId) -> Option<ScalarPlace<'_>> {
-        let packed = self.nodes[id as usize];
+        let packed = self.packed(id);
         if packed.data >> KIND_SHIFT != SCALAR {
             return None;
         }
@@ -312,12 +329,12 @@ impl YamlFile {
     pub(super) fn first_collection_key(&self) -> Option<NodeId> {
         let mut best: Option<NodeId> = None;
         let mut at = 0;
-        while at < self.entries.len() {
+        while at < self.arena(Arena::Entries).len() {
             let (entries, _) = self.mapping_at(at);
             at += 2 + entries.ids.len();
             for (k, _) in entries {
-                let kind = self.nodes[k as usize].data >> KIND_SHIFT;
-                let start = |n: NodeId| self.nodes[n as usize].start;
+                let kind = self.packed(k).data >> KIND_SHIFT;
+                let start = |n: NodeId| self.packed(n).start;
                 if (kind == MAPPING || kind == SEQUENCE) && best.is_none_or(|b| start(k) < start(b))
                 {
                     best = Some(k);
@@ -335,7 +352,7 @@ impl YamlFile {
         let mut keys: Vec<(&str, NodeId)> = Vec::new();
         // Every mapping's entries, straight from the arena: a header, then its pairs.
         let mut at = 0;
-        while at < self.entries.len() {
+        while at < self.arena(Arena::Entries).len() {
             let (entries, _) = self.mapping_at(at);
             at += 2 + entries.ids.len();
             if entries.len() < 2 {
@@ -362,7 +379,7 @@ impl YamlFile {
                     .find_map(|&(value, k)| seen.insert(value, k).map(|first| (k, first)))
             };
             if let Some((k, first)) = duplicate {
-                let start = |n: NodeId| self.nodes[n as usize].start;
+                let start = |n: NodeId| self.packed(n).start;
                 if best.is_none_or(|(b, _)| start(k) < start(b)) {
                     best = Some((k, first));
                 }
@@ -373,23 +390,52 @@ impl YamlFile {
 }
 
 impl YamlFile {
+    /// The words of one arena (see [`Arena`]).
+    fn arena(&self, arena: Arena) -> &[u32] {
+        let at = arena as usize;
+        let start = at.checked_sub(1).map_or(HEADER, |i| self.words[i] as usize);
+        let end = if at < HEADER {
+            self.words[at] as usize
+        } else {
+            self.words.len()
+        };
+        &self.words[start..end]
+    }
+
+    /// The record of node `id`.
+    fn packed(&self, id: NodeId) -> Packed {
+        let nodes = self.arena(Arena::Nodes);
+        let at = 2 * id as usize;
+        Packed {
+            start: nodes[at],
+            data: nodes[at + 1],
+        }
+    }
+
+    /// The (node id, offset) pairs of [`Arena::Offsets`].
+    fn offsets(&self) -> &[[u32; 2]] {
+        self.arena(Arena::Offsets).as_chunks().0
+    }
+
     /// The mapping whose header is at `index` of the entries arena: its entries, and the
     /// header's second word (its end and flow flag).
     fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
-        let header = self.entries[index];
+        let arena = self.arena(Arena::Entries);
+        let header = arena[index];
         let len = (header >> 1) as usize;
         let paired = header & PAIRED != 0;
         let first = index + 2;
-        let ids = &self.entries[first..first + if paired { 2 * len } else { len }];
-        (Entries { ids, paired }, self.entries[index + 1])
+        let ids = &arena[first..first + if paired { 2 * len } else { len }];
+        (Entries { ids, paired }, arena[index + 1])
     }
 
     /// The sequence whose header is at `index` of the items arena: its items, and the header
     /// (its length and flow flag).
     fn sequence_at(&self, index: usize) -> (&[NodeId], u32) {
-        let header = self.items[index];
+        let arena = self.arena(Arena::Items);
+        let header = arena[index];
         let first = index + 2;
-        (&self.items[first..first + (header >> 1) as usize], header)
+        (&arena[first..first + (header >> 1) as usize], header)
     }
 
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
@@ -400,10 +446,11 @@ impl YamlFile {
 
     /// The end of node `id` when its record cannot hold it: the last offset of `id`.
     fn stored_end(&self, id: NodeId) -> usize {
-        let i = self.offsets.partition_point(|(n, _)| *n <= id);
+        let offsets = self.offsets();
+        let i = offsets.partition_point(|[n, _]| *n <= id);
         i.checked_sub(1)
-            .and_then(|i| self.offsets.get(i))
-            .map_or(0, |&(_, end)| end as usize)
+            .and_then(|i| offsets.get(i))
+            .map_or(0, |&[_, end]| end as usize)
     }
 
     /// The tag of node `id` (present: its flag said so): the last string of `id`.
@@ -417,7 +464,7 @@ impl YamlFile {
 
 /// The dash byte of block-sequence item `id` (present: its flag said so): the first offset of
 /// `id` in `offsets` (the file's, or the builder's dashes alone).
-pub(super) fn dash_of(offsets: &[(NodeId, u32)], id: NodeId) -> usize {
-    let i = offsets.partition_point(|(n, _)| *n < id);
-    offsets.get(i).map_or(0, |&(_, d)| d as usize)
+pub(super) fn dash_of(offsets: &[[u32; 2]], id: NodeId) -> usize {
+    let i = offsets.partition_point(|[n, _]| *n < id);
+    offsets.get(i).map_or(0, |&[_, d]| d as usize)
 }
