@@ -51,10 +51,9 @@ impl Repo {
         let mut repo = Repo {
             root,
             files: Vec::new(),
-            dirs: BTreeSet::new(),
+            dirs: Arc::default(),
             diagnostics: Vec::new(),
             dir_files: HashMap::default(),
-            dir_children: HashMap::default(),
             other_files: BTreeSet::new(),
             generated: BTreeMap::new(),
             origin,
@@ -89,7 +88,7 @@ impl Repo {
                     "symbolic link not followed (fluxmend never reads through a link)".into(),
                 )),
                 EntryKind::Dir => {
-                    repo.dirs.insert(rel);
+                    Arc::make_mut(&mut repo.dirs).insert(rel);
                 }
                 EntryKind::File if is_yaml_name(&rel) => candidates.push(rel),
                 EntryKind::File => {

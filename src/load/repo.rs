@@ -4,6 +4,7 @@
 //! ResourceSets' generated files are made again whenever its files change.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -32,12 +33,11 @@ pub struct Repo {
     /// copies no file.
     pub files: Vec<Arc<SourceFile>>,
     /// Every directory below the root that Flux would ship (relative, `""` is the root).
-    pub dirs: BTreeSet<String>,
+    /// Shared, like `files`: a variant with changes copies it only when a change adds a folder.
+    pub dirs: Arc<BTreeSet<String>>,
     pub diagnostics: Vec<Diagnostic>,
     /// YAML files directly in each directory, sorted by path.
     pub(super) dir_files: HashMap<String, Vec<FileId>>,
-    /// Direct subdirectories of each directory, sorted.
-    pub(super) dir_children: HashMap<String, Vec<String>>,
     /// Every non-YAML or skipped file path, so that `resources` entries naming them resolve.
     pub(super) other_files: BTreeSet<String>,
     /// The files fluxmend generated (the objects a ResourceSet generates,
@@ -69,7 +69,6 @@ impl Repo {
             dirs: self.dirs.clone(),
             diagnostics: Vec::new(),
             dir_files: HashMap::default(),
-            dir_children: HashMap::default(),
             other_files: self.other_files.clone(),
             generated: BTreeMap::new(),
             origin: self.origin.clone(),
@@ -98,7 +97,8 @@ impl Repo {
                     error: error.map(Box::new),
                 }));
                 let mut dir = parent_of(path);
-                while !dir.is_empty() && repo.dirs.insert(dir.to_string()) {
+                while !dir.is_empty() && !repo.dirs.contains(dir) {
+                    Arc::make_mut(&mut repo.dirs).insert(dir.to_string());
                     dir = parent_of(dir);
                 }
             }
@@ -108,11 +108,9 @@ impl Repo {
         repo.finish()
     }
 
-    /// The repository once every file is in (`files`, in path order): its ResourceSets expanded,
-    /// its folders indexed.
+    /// The repository once every file is in (`files`, in path order): its ResourceSets expanded.
     pub(super) fn finish(mut self) -> Repo {
         self.expand_resourcesets();
-        self.index_dirs();
         self.debug_assert_sorted();
         self
     }
@@ -188,17 +186,6 @@ impl Repo {
         );
     }
 
-    fn index_dirs(&mut self) {
-        for dir in &self.dirs {
-            if !dir.is_empty() {
-                self.dir_children
-                    .entry(parent_of(dir).to_string())
-                    .or_default()
-                    .push(dir.clone());
-            }
-        }
-    }
-
     /// The parsed YAML file at a relative path.
     pub fn file_id(&self, path: &str) -> Option<FileId> {
         // Through the folder's few files: a search of every path compares long shared
@@ -259,9 +246,38 @@ impl Repo {
             .map(String::as_str)
     }
 
-    /// Direct subdirectories of `dir` (full relative paths), sorted.
-    pub fn subdirs(&self, dir: &str) -> &[String] {
-        self.dir_children.get(dir).map_or(&[], Vec::as_slice)
+    /// Direct subdirectories of `dir` (full relative paths), sorted: read from the sorted
+    /// directories, each child's own subtree jumped over, not from an index of every folder's
+    /// children (a fleet's 40,000 folders, kept again for every re-modelled variant).
+    pub fn subdirs<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut from = Bound::Included(prefix.clone());
+        std::iter::from_fn(move || {
+            loop {
+                let next = self
+                    .dirs
+                    .range::<str, _>((from.as_ref().map(String::as_str), Bound::Unbounded))
+                    .next()?;
+                let rest = next.strip_prefix(&prefix)?;
+                match rest.find('/') {
+                    // A child's subtree: its paths sort after `child/` and before `child0`
+                    // (`/` is just below `0`); siblings such as `child-x` came before it.
+                    Some(slash) => {
+                        from = Bound::Included(format!("{}0", &next[..prefix.len() + slash]));
+                    }
+                    None => {
+                        from = Bound::Excluded(next.clone());
+                        if !rest.is_empty() {
+                            return Some(next.as_str());
+                        }
+                    }
+                }
+            }
+        })
     }
 }
 
@@ -326,5 +342,57 @@ mod tests {
         assert_eq!(changed.file(replaced).yaml.text, "kind: Namespace\n");
         assert!(changed.is_dir("zz/new") && changed.is_dir("zz"));
         assert_eq!(changed.files[changed.files.len() - 1].path, "zz/new/x.yaml");
+    }
+
+    /// `subdirs` lists each folder's children from the sorted folders, jumping over each
+    /// child's subtree: it agrees with a listing of every folder whose parent it is, whatever
+    /// sorts between a child and its own subfolders (`-`, `.`) or just after them (`0`), in a
+    /// loaded repository and in one a change adds folders to (the loaded one keeps its own).
+    #[test]
+    fn subdirs_are_each_folders_children_in_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        for rel in [
+            "a/b/c/x.yaml",
+            "a/b-c/x.yaml",
+            "a/b.c/d/x.yaml",
+            "a/b0/x.yaml",
+            "a-b/x.yaml",
+            "a0/x.yaml",
+            "b/x.yaml",
+        ] {
+            write(tmp.path(), rel, "kind: ConfigMap\n");
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        let agrees = |repo: &Repo| {
+            for dir in std::iter::once("").chain(repo.dirs.iter().map(String::as_str)) {
+                let children: Vec<&str> = repo
+                    .dirs
+                    .iter()
+                    .filter(|d| !d.is_empty() && parent_of(d) == dir)
+                    .map(String::as_str)
+                    .collect();
+                assert_eq!(repo.subdirs(dir).collect::<Vec<_>>(), children, "{dir:?}");
+            }
+        };
+        agrees(&repo);
+        assert_eq!(
+            repo.subdirs("a").collect::<Vec<_>>(),
+            ["a/b", "a/b-c", "a/b.c", "a/b0"]
+        );
+        assert_eq!(
+            repo.subdirs("").collect::<Vec<_>>(),
+            ["a", "a-b", "a0", "b"]
+        );
+        let changes = BTreeMap::from([(
+            "a/b/e/f/x.yaml".to_string(),
+            Some("kind: Secret\n".to_string()),
+        )]);
+        let changed = repo.with_changes(&changes);
+        agrees(&changed);
+        assert_eq!(
+            changed.subdirs("a/b").collect::<Vec<_>>(),
+            ["a/b/c", "a/b/e"]
+        );
+        assert_eq!(repo.subdirs("a/b").collect::<Vec<_>>(), ["a/b/c"]);
     }
 }

@@ -60,7 +60,7 @@ pub(super) fn expand_path(
                                     placeholder.to_string(),
                                     name[prefix.len()..name.len() - suffix.len()].to_string(),
                                 ));
-                                next.push((sub.clone(), b));
+                                next.push((sub.to_string(), b));
                             }
                         }
                     }

@@ -179,7 +179,12 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
         }
         out.extend(renderer.file_objects(file, &[]));
     }
-    for sub in model.repo.subdirs(dir).to_vec() {
+    for sub in model
+        .repo
+        .subdirs(dir)
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+    {
         if has_kustomization_file(model, &sub) {
             out.extend(renderer.render_dir_owned(&sub)?);
         } else {

@@ -235,7 +235,7 @@ impl<'a> Walk<'a> {
                     if dir.is_empty() { "." } else { dir }
                 ));
             }
-            todo.extend(self.repo.subdirs(&d).iter().cloned());
+            todo.extend(self.repo.subdirs(&d).map(str::to_string));
         }
         Ok(())
     }
