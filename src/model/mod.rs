@@ -19,8 +19,8 @@ pub use annotations::{PRUNE_DISABLED, annotations, prune_exempt};
 pub use clusters::{cluster_keys, rootless};
 pub use distribution::{DISTRIBUTION, component_of, distribution_source};
 pub use flux::{
-    APPLY_CONTEXT, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck, Layer,
-    LayerId, LayerRef, SourceRef, SpecPatch, Variant,
+    APPLY_CONTEXT, ApplyContext, FLUX_KUSTOMIZE_GROUP, FLUX_OPERATOR_GROUP, FluxSpec, HealthCheck,
+    Layer, LayerId, LayerRef, SourceRef, SpecPatch, Variant,
 };
 pub use instance::{GeneratedObject, InstanceObjects, InstancePatch};
 pub use kustomize::{

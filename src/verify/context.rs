@@ -5,25 +5,24 @@
 //! which layer applies an object and its `wait`; nothing else about how it is applied.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::hash_map::Entry;
 
-use crate::model::Model;
+use crate::model::{ApplyContext, Model};
 use crate::parse::Value;
 use crate::rules::{Gate, GateFailure};
 
 /// One layer's values of [`crate::model::APPLY_CONTEXT`], normalised as Flux defaults them
 /// ([`crate::model::FluxSpec::apply_context`]).
-type Context = Vec<(&'static str, Value)>;
+type Context = ApplyContext;
 
 /// Per (cluster, object), every context it is applied in, with a layer that applies it so.
 /// A layer's context is built once and shared by its objects.
-fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> {
-    let mut out: BTreeMap<(usize, String), BTreeMap<Rc<Context>, String>> = BTreeMap::new();
+fn contexts(model: &Model) -> BTreeMap<(usize, String), BTreeMap<Context, String>> {
+    let mut out: BTreeMap<(usize, String), BTreeMap<Context, String>> = BTreeMap::new();
     for (_, layer) in model.live_layers() {
-        let ctx = Rc::new(layer.spec.apply_context.clone());
+        let ctx = layer.spec.apply_context.clone();
         for (_, r) in layer.inventory() {
             out.entry((layer.cluster, r.key.to_string()))
                 .or_default()
@@ -155,7 +154,7 @@ pub fn check(before: &Model, after: &Model) -> Result<(), GateFailure> {
             (Some(_), None) => ("context", "one of its layers".into(), "gone".into()),
             _ => ("context", "as before".into(), "one more layer".into()),
         };
-        let by = |e: Option<(&Rc<Context>, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
+        let by = |e: Option<(&Context, &String)>| e.map_or("-".to_string(), |(_, l)| l.clone());
         return Err(Gate::ApplyContext.fails(format!(
             "{} would be applied with {field} {new} (by {}) instead of {old} (by {})",
             key.1,

@@ -24,4 +24,4 @@ pub use layer::{
 };
 pub(in crate::model) use operator::instance_spec;
 pub(in crate::model) use roots::{build_layers, unmatched_roots};
-pub use spec::{APPLY_CONTEXT, FluxSpec, SpecPatch};
+pub use spec::{APPLY_CONTEXT, ApplyContext, FluxSpec, SpecPatch};

@@ -2,6 +2,10 @@
 //! `nameSuffix`, `components`, `patches`) and *how* (its apply context), read once with the
 //! layer: the render, the rules, the gates and the rollout read them here, never from the YAML.
 
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet as HashSet;
+
 use crate::parse::{NodeId, Value, YamlFile};
 
 /// The spec fields of a Flux Kustomization that decide how its objects are applied: where and
@@ -41,8 +45,12 @@ pub struct FluxSpec {
     /// [`APPLY_CONTEXT`]'s values in its order, normalised as Flux defaults them (an absent
     /// boolean is `false`, except `prune` of the root layer a FluxInstance creates; an absent
     /// `deletionPolicy` is `MirrorPrune`; anything else absent is null).
-    pub apply_context: Vec<(&'static str, Value)>,
+    /// Shared by the layers that apply alike ([`share_apply_contexts`]).
+    pub apply_context: ApplyContext,
 }
+
+/// A layer's [`APPLY_CONTEXT`] values, in its order.
+pub type ApplyContext = Arc<[(&'static str, Value)]>;
 
 /// One `spec.patches` entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,10 +141,7 @@ fn as_bool(yaml: &YamlFile, node: Option<NodeId>) -> Option<bool> {
 }
 
 /// `written` gives a field's value as the spec writes it.
-fn apply_context(
-    written: impl Fn(&str) -> Option<Value>,
-    prunes_by_default: bool,
-) -> Vec<(&'static str, Value)> {
+fn apply_context(written: impl Fn(&str) -> Option<Value>, prunes_by_default: bool) -> ApplyContext {
     APPLY_CONTEXT
         .iter()
         .map(|&field| {
@@ -149,4 +154,19 @@ fn apply_context(
             (field, value)
         })
         .collect()
+}
+
+/// One copy of each distinct apply context, shared by every layer that has it: most layers of
+/// a fleet apply alike, and each context is nine values with their texts (issue 26).
+pub(super) fn share_apply_contexts(layers: &mut [super::layer::Layer]) {
+    let mut distinct: HashSet<ApplyContext> = HashSet::default();
+    for layer in layers {
+        let context = &mut layer.spec.apply_context;
+        match distinct.get(context) {
+            Some(shared) => *context = shared.clone(),
+            None => {
+                distinct.insert(context.clone());
+            }
+        }
+    }
 }

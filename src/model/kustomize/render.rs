@@ -3,6 +3,7 @@
 //! their identities.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::hash::BuildHasher as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::load::FileId;
@@ -20,8 +21,10 @@ pub type RenderResult = Arc<Result<Vec<Rendered>, String>>;
 #[derive(Default)]
 struct Memo {
     kept: HashMap<String, RenderResult>,
-    /// Directories rendered once and not kept.
-    requested: HashSet<String>,
+    /// Hashes of the directories rendered once and not kept: a fleet's 40,000 paths again
+    /// for the whole walk otherwise. Two directories of one hash only make the second kept
+    /// sooner: the memo is right whatever it keeps.
+    requested: HashSet<u64>,
 }
 
 /// Renders kustomize directories, memoised from the second request on: fleets include the same
@@ -87,7 +90,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
         // which one came first visible.
         if result.is_ok() {
             let mut memo = self.memo();
-            if !memo.requested.insert(dir.to_string()) {
+            if !memo
+                .requested
+                .insert(rustc_hash::FxBuildHasher.hash_one(dir))
+            {
                 memo.kept.insert(dir.to_string(), result.clone());
             }
         }
