@@ -38,7 +38,7 @@ pub fn contents(repo: &Repo, changes: &Changeset) -> Result<Vec<FileChange>, Cha
                 Some(format!(
                     "{}{}",
                     if f.yaml.bom { "\u{feff}" } else { "" },
-                    edit::apply(&f.yaml.text, edits)?
+                    edit::apply(f.yaml.text(), edits)?
                 ))
             }
             FileOp::Create(text) => Some(text.clone()),
@@ -60,7 +60,7 @@ pub fn original_text(repo: &Repo, path: &str) -> Option<String> {
         format!(
             "{}{}",
             if f.yaml.bom { "\u{feff}" } else { "" },
-            f.yaml.text
+            f.yaml.text()
         )
     })
 }

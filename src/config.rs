@@ -108,7 +108,7 @@ impl Config {
             yaml: &yaml,
             config: Config::default(),
         };
-        if let Some(doc) = yaml.docs.first() {
+        if let Some(doc) = yaml.docs().first() {
             reader.top(doc.root);
         }
         reader.config

@@ -249,7 +249,7 @@ pub(crate) fn work_tree_top(
     let prefix = fluxmend::emit::apply::work_tree_prefix(&repo.root).filter(|p| !p.is_empty())?;
     let written_from_top = repo.files.iter().any(|file| {
         let yaml = &file.yaml;
-        yaml.docs.iter().any(|doc| {
+        yaml.docs().iter().any(|doc| {
             let text = |keys: &[&str]| yaml.lookup(doc.root, keys).and_then(|n| yaml.scalar(n));
             let path = text(&["spec", "path"])
                 .and_then(fluxmend::model::normalize)

@@ -25,7 +25,7 @@ impl BlockDocument {
     pub fn of(outer: &YamlFile, scalar: NodeId) -> Option<BlockDocument> {
         let content = outer.scalar(scalar)?;
         let span = outer.node(scalar).span;
-        let text = &outer.text;
+        let text = outer.text();
         // The content starts on the line after the `|` indicator.
         let first = text[span.start..].find('\n').map(|i| span.start + i + 1)?;
         let body = &text[first..span.end.max(first)];
@@ -84,7 +84,7 @@ impl BlockDocument {
         if start < span.start || end > span.end {
             return Err(outside());
         }
-        let text = &outer.text;
+        let text = outer.text();
         Ok(TextEdit {
             start: span.start,
             end: span.end,
@@ -110,13 +110,13 @@ mod block_document_tests {
         let text = "patches:\n  - patch: |\n      - op: add\n        value:\n          n: 1\n    target:\n      kind: X\n";
         let (outer, e) = YamlFile::parse(text);
         assert!(e.is_none());
-        let scalar = outer.lookup(outer.docs[0].root, &["patches"]).unwrap();
+        let scalar = outer.lookup(outer.docs()[0].root, &["patches"]).unwrap();
         let scalar = outer.lookup(outer.items(scalar)[0], &["patch"]).unwrap();
         let block = BlockDocument::of(&outer, scalar).expect("a literal block maps back");
         assert_eq!(block.line, 2);
         let inner = &block.yaml;
         let value = inner
-            .lookup(inner.items(inner.docs[0].root)[0], &["value"])
+            .lookup(inner.items(inner.docs()[0].root)[0], &["value"])
             .unwrap();
         let lifted = block
             .lift(&outer, &replace_node(inner, value, "n: 2\n    m: 3"))

@@ -21,7 +21,7 @@ pub fn insert_item(
     let anchor = after
         .or_else(|| items.last().copied())
         .ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
-    let text = &file.text;
+    let text = file.text();
     if flow {
         let end = file.node(anchor).span.end;
         return Ok(TextEdit {
@@ -66,7 +66,7 @@ pub fn insert_entry(file: &YamlFile, map: NodeId, lines: &[String]) -> Result<Te
         .span
         .end
         .max(file.node(last_key).span.end);
-    let text = &file.text;
+    let text = file.text();
     if flow {
         if lines.len() != 1 {
             return Err(EditError::Unsupported(

@@ -17,7 +17,7 @@ pub fn remove_item(file: &YamlFile, seq: NodeId, item: NodeId) -> Result<TextEdi
         .iter()
         .position(|&i| i == item)
         .ok_or_else(|| EditError::Unsupported("not an item of this sequence".into()))?;
-    let text = &file.text;
+    let text = file.text();
     let node = file.node(item);
     if flow {
         let (start, end) = if idx + 1 < items.len() {
@@ -86,7 +86,7 @@ pub fn clear_sequence(file: &YamlFile, seq: NodeId) -> Result<TextEdit, EditErro
     let last = *items
         .last()
         .ok_or_else(|| EditError::Unsupported("empty sequence".into()))?;
-    let text = &file.text;
+    let text = file.text();
     let colon = text[..span.start]
         .rfind(':')
         .ok_or_else(|| EditError::Unsupported("sequence is not a mapping value".into()))?;
@@ -224,7 +224,7 @@ pub fn remove_entry(file: &YamlFile, map: NodeId, key: NodeId) -> Result<TextEdi
             text: String::new(),
         });
     }
-    let text = &file.text;
+    let text = file.text();
     let key_start = file.node(key).span.start;
     let line_start = file.line_start(key_start);
     let indent = &text[line_start..key_start];
@@ -249,7 +249,7 @@ mod comment_tests {
     fn without(text: &str, value: &str) -> String {
         let (file, err) = YamlFile::parse(text);
         assert!(err.is_none(), "{err:?}");
-        let root = file.docs[0].root;
+        let root = file.docs()[0].root;
         let list = file.lookup(root, &["resources"]).expect("resources");
         let item = *file
             .items(list)
@@ -331,7 +331,7 @@ mod comment_tests {
         let (file, _) = YamlFile::parse(
             "- ./flux-instance/ks.yaml\n- ../../bases/cilium/app/\n- a/\n- name: FluxInstance\n",
         );
-        let items = file.items(file.docs[0].root).to_vec();
+        let items = file.items(file.docs()[0].root).to_vec();
         let names: Vec<_> = items.iter().map(|&i| item_name(&file, i)).collect();
         assert_eq!(
             names,
@@ -355,7 +355,7 @@ mod flow_entry_tests {
     fn without(text: &str, path: &[&str], key: &str) -> String {
         let (file, err) = YamlFile::parse(text);
         assert!(err.is_none(), "{err:?}");
-        let root = file.docs[0].root;
+        let root = file.docs()[0].root;
         let map = if path.is_empty() {
             root
         } else {
@@ -367,7 +367,7 @@ mod flow_entry_tests {
         assert!(err.is_none(), "{after}: {err:?}");
         assert!(
             reparsed
-                .lookup(reparsed.docs[0].root, &[path, &[key]].concat())
+                .lookup(reparsed.docs()[0].root, &[path, &[key]].concat())
                 .is_none(),
             "{after}"
         );
@@ -400,7 +400,7 @@ mod flow_entry_tests {
     #[test]
     fn the_only_entry_of_a_flow_mapping_stays() {
         let (file, _) = YamlFile::parse("spec: {a: 1}\n");
-        let map = file.lookup(file.docs[0].root, &["spec"]).unwrap();
+        let map = file.lookup(file.docs()[0].root, &["spec"]).unwrap();
         let (k, _) = file.entry(map, "a").unwrap();
         assert!(remove_entry(&file, map, k).is_err());
     }
@@ -414,7 +414,7 @@ mod clear_tests {
     fn cleared(text: &str) -> String {
         let (file, err) = YamlFile::parse(text);
         assert!(err.is_none(), "{err:?}");
-        let list = file.lookup(file.docs[0].root, &["resources"]).unwrap();
+        let list = file.lookup(file.docs()[0].root, &["resources"]).unwrap();
         apply(text, &[clear_sequence(&file, list).unwrap()]).unwrap()
     }
 
@@ -442,7 +442,7 @@ mod flow_item_tests {
     fn the_only_flow_item_goes_whole() {
         let text = "hc: [{\n  a: 1,\n}]\nnext: 1\n";
         let (file, _) = YamlFile::parse(text);
-        let list = file.lookup(file.docs[0].root, &["hc"]).unwrap();
+        let list = file.lookup(file.docs()[0].root, &["hc"]).unwrap();
         let item = file.items(list)[0];
         let e = remove_item(&file, list, item).unwrap();
         assert_eq!(apply(text, &[e]).unwrap(), "hc: []\nnext: 1\n");

@@ -76,12 +76,12 @@ pub fn double_quoted(value: &str) -> String {
 /// The region of document `doc` trimmed of trailing blank and comment-only lines that belong
 /// to what follows; removing it keeps the rest of the file a valid stream.
 pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
-    let d = &file.docs[doc];
+    let d = &file.docs()[doc];
     let start = d.region.start;
-    let end = if doc + 1 < file.docs.len() {
-        file.docs[doc + 1].region.start
+    let end = if doc + 1 < file.docs().len() {
+        file.docs()[doc + 1].region.start
     } else {
-        file.text.len()
+        file.text().len()
     };
     (start, end)
 }
@@ -108,7 +108,7 @@ pub fn resolved_text(file: &YamlFile, start: usize, end: usize) -> String {
             text: inline_text(file, t),
         });
     }
-    apply(&file.text[start..end], &edits).unwrap_or_else(|_| file.text[start..end].to_string())
+    apply(&file.text()[start..end], &edits).unwrap_or_else(|_| file.text()[start..end].to_string())
 }
 
 /// A node's meaning as YAML text that fits on one line (in block or flow context): a one-line

@@ -18,8 +18,8 @@ pub struct SourceFile {
 }
 
 // A fleet keeps one `Arc<SourceFile>` a file (its two counts, then the record): within
-// mimalloc's 128-byte size class, not the next (160).
-const _: () = assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<SourceFile>() <= 128);
+// mimalloc's 96-byte size class, not the next (112).
+const _: () = assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<SourceFile>() <= 96);
 
 /// The directory part of a relative path (`""` for a top-level entry).
 pub fn parent_of(path: &str) -> &str {

@@ -339,7 +339,7 @@ mod tests {
         assert_eq!(changed.file_id("a/b.yaml"), None);
         assert!(changed.file_id("0.yaml").is_some());
         let replaced = changed.file_id("a.yaml").unwrap();
-        assert_eq!(changed.file(replaced).yaml.text, "kind: Namespace\n");
+        assert_eq!(changed.file(replaced).yaml.text(), "kind: Namespace\n");
         assert!(changed.is_dir("zz/new") && changed.is_dir("zz"));
         assert_eq!(changed.files[changed.files.len() - 1].path, "zz/new/x.yaml");
     }

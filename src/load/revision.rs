@@ -140,7 +140,7 @@ impl Contents for Reading<'_> {
         let file = &known.files[known.file_id(rel)?];
         let blob = *self.objects.blobs.get(rel)?;
         let bom = if file.yaml.bom { "\u{feff}" } else { "" };
-        let bytes = [bom.as_bytes(), file.yaml.text.as_bytes()].concat();
+        let bytes = [bom.as_bytes(), file.yaml.text().as_bytes()].concat();
         let same = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok()? == blob;
         same.then(|| file.clone())
     }

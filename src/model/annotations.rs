@@ -73,7 +73,7 @@ pub fn annotations_with(
         let of_k = common.entry(k).or_insert_with(|| {
             let kyaml = &model.repo.file(k).yaml;
             let node = kyaml
-                .docs
+                .docs()
                 .first()
                 .and_then(|d| kyaml.lookup(d.root, &["commonAnnotations"]));
             let mut read_k = Vec::new();

@@ -45,7 +45,7 @@ pub(super) fn distribution() -> &'static Distribution {
         let (yaml, error) = YamlFile::parse(DISTRIBUTION);
         assert!(error.is_none(), "rules/flux-distribution.yaml: {error:?}");
         let data = yaml
-            .value(yaml.docs[0].root)
+            .value(yaml.docs()[0].root)
             .expect("rules/flux-distribution.yaml has no alias");
         let template = |v: &Value, component: Option<&str>| Template {
             kind: v.str_at(&["kind"]).unwrap_or_default().to_string(),

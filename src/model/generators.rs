@@ -209,11 +209,11 @@ fn is_remote_file(path: &str) -> bool {
 fn file_bytes(repo: &Repo, path: &str) -> Result<Vec<u8>, String> {
     if let Some(id) = repo.file_id(path) {
         let yaml = &repo.file(id).yaml;
-        let mut bytes = Vec::with_capacity(yaml.text.len() + 3);
+        let mut bytes = Vec::with_capacity(yaml.text().len() + 3);
         if yaml.bom {
             bytes.extend_from_slice("\u{feff}".as_bytes());
         }
-        bytes.extend_from_slice(yaml.text.as_bytes());
+        bytes.extend_from_slice(yaml.text().as_bytes());
         return Ok(bytes);
     }
     match repo.read_bytes(path) {

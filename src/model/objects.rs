@@ -225,7 +225,7 @@ fn objects_of(file: &SourceFile) -> (Vec<Found<'_>>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut diagnostics = Vec::new();
     let yaml = &file.yaml;
-    for (doc_idx, doc) in yaml.docs.iter().enumerate() {
+    for (doc_idx, doc) in yaml.docs().iter().enumerate() {
         let scalar =
             |node: NodeId, keys: &[&str]| yaml.lookup(node, keys).and_then(|n| yaml.scalar(n));
         let (Some(api_version), Some(kind)) = (

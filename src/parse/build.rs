@@ -87,17 +87,12 @@ impl YamlFile {
         let mut scratch = builder.scratch;
         // An exact-size copy: it lives as long as the repository, the scratch is reused.
         let words = scratch.pack();
-        let mut file = YamlFile {
-            line_ending: LineEnding::from_line_starts(text, &scratch.line_starts),
-            text: String::new(),
-            bom,
-            docs: Box::default(),
-            words,
-            strings: std::mem::take(&mut scratch.strings).into_boxed_slice(),
-        };
+        let line_ending = LineEnding::from_line_starts(text, &scratch.line_starts);
+        // Exactly as many as there are (most files have none); the scratch keeps its room.
+        let strings = scratch.strings.drain(..).collect();
         scratch.release();
         SCRATCH.with(|s| *s.borrow_mut() = scratch);
-        file.text = raw;
+        let mut file = YamlFile::stored(raw, words, strings, bom, line_ending);
         if error.is_none()
             && let Some((key, first)) = file.first_duplicate_key()
         {
@@ -131,9 +126,9 @@ impl YamlFile {
             docs.retain(|d| d.region.end <= at);
         }
         if let (None, Some(last)) = (&error, docs.last_mut()) {
-            last.region.end = file.text.len();
+            last.region.end = file.text().len();
         }
-        file.docs = docs.into_boxed_slice();
+        file.set_docs(docs);
         (file, error)
     }
 }
@@ -242,7 +237,7 @@ impl Scratch {
     /// The file's [`YamlFile::words`]: the node records, each node's end moved to where
     /// [`Packed`](super::node::Packed) says (a collection's into its arena header, an alias's into the offsets),
     /// then the arenas.
-    fn pack(&mut self) -> Box<[u32]> {
+    fn pack(&mut self) -> Vec<u32> {
         // A collection the parse stopped inside (its document is dropped) reads as empty.
         for frame in self.stack.drain(..) {
             let node = &mut self.nodes[frame.id as usize];
@@ -295,7 +290,8 @@ impl Scratch {
         words.extend(self.offsets.iter().flatten());
         arena_start(&mut words, 3);
         words.extend(line_index);
-        words.into_boxed_slice()
+        words.shrink_to_fit();
+        words
     }
 
     /// Forget the storage of an unusually large file.

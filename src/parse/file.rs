@@ -1,5 +1,7 @@
 //! A parsed file: its text, documents and node arena, and reading nodes from it.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
@@ -22,20 +24,18 @@ pub struct Document {
 /// A parsed YAML file: its text (BOM removed), line-ending style, nodes and documents.
 #[derive(Clone, Debug)]
 pub struct YamlFile {
-    pub text: String,
+    /// Holds the file's text, [`Arena`]s, documents and strings, shared with the files parsed
+    /// beside it ([`YamlFile::share_storage`]).
+    pub(super) storage: Arc<Storage>,
+    /// Where the file's parts are in `storage`: (start, length) each.
+    pub(super) text_at: (u32, u32),
+    pub(super) words_at: (u32, u32),
+    pub(super) docs_at: (u32, u32),
+    pub(super) strings_at: (u32, u32),
     /// The file started with a UTF-8 BOM, which is put back on write.
     pub bom: bool,
     /// The file's dominant line ending, used for everything written into it.
     pub line_ending: LineEnding,
-    /// Boxed, not a vector: a fleet keeps a record per file.
-    pub docs: Box<[Document]>,
-    /// The node records and the arenas, one allocation a file (see [`Arena`]): each array of
-    /// its own cost a box in the record and a size class's rounding, and a fleet keeps them
-    /// for every file (issue 26).
-    pub(super) words: Box<[u32]>,
-    /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
-    /// value before its tag): both rare, so one table, not two, in every file's record.
-    pub(super) strings: Box<[(NodeId, Box<str>)]>,
 }
 
 /// The arrays [`YamlFile::words`] holds after its header (which holds where each but the
@@ -61,6 +61,29 @@ pub(super) enum Arena {
 
 /// Words before the first node: where each arena after the nodes starts.
 pub(super) const HEADER: usize = 4;
+
+/// The texts, node records ([`Arena`]s, a header then the arrays), documents and strings of
+/// one or more files, each kind in one allocation: a file's own cost a size class's rounding
+/// each, a tenth of them, and a fleet keeps them all for the whole run (issue 26).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Storage {
+    text: String,
+    words: Vec<u32>,
+    docs: Vec<Document>,
+    /// Scalar values that differ from their text, and tags, by node id (ascending; a node's
+    /// value before its tag): both rare, so one table, not two.
+    strings: Vec<(NodeId, Box<str>)>,
+}
+
+/// Where `len` items start in a storage of one file: at its start.
+fn whole(len: usize) -> (u32, u32) {
+    (0, len as u32)
+}
+
+/// A (start, length) place as a range.
+fn range((at, len): (u32, u32)) -> std::ops::Range<usize> {
+    at as usize..at as usize + len as usize
+}
 
 /// Where a scalar's value is: stored (it differs from its text), or a byte range of the text.
 enum ScalarPlace<'a> {
@@ -109,6 +132,84 @@ pub struct ParseError {
 }
 
 impl YamlFile {
+    /// The file's text (BOM removed).
+    pub fn text(&self) -> &str {
+        &self.storage.text[range(self.text_at)]
+    }
+
+    /// The file's documents, in order.
+    pub fn docs(&self) -> &[Document] {
+        &self.storage.docs[range(self.docs_at)]
+    }
+
+    /// A file of its own storage, its documents still to come ([`YamlFile::set_docs`]).
+    pub(super) fn stored(
+        text: String,
+        words: Vec<u32>,
+        strings: Vec<(NodeId, Box<str>)>,
+        bom: bool,
+        line_ending: LineEnding,
+    ) -> YamlFile {
+        YamlFile {
+            text_at: whole(text.len()),
+            words_at: whole(words.len()),
+            docs_at: whole(0),
+            strings_at: whole(strings.len()),
+            storage: Arc::new(Storage {
+                text,
+                words,
+                docs: Vec::new(),
+                strings,
+            }),
+            bom,
+            line_ending,
+        }
+    }
+
+    /// Set the documents of a file of its own storage.
+    pub(super) fn set_docs(&mut self, docs: Vec<Document>) {
+        self.docs_at = whole(docs.len());
+        Arc::make_mut(&mut self.storage).docs = docs;
+    }
+
+    /// Keep the texts, node records, documents and strings of `files` together, one allocation
+    /// for each kind (the loader's files, parsed a batch at a time): apart, each cost a size
+    /// class's rounding, a tenth of a fleet's text and records (issue 26). Files whose storage
+    /// would pass 4 GiB keep their own.
+    pub fn share_storage(files: &mut [&mut YamlFile]) {
+        let total = |at: fn(&YamlFile) -> (u32, u32)| -> usize {
+            files.iter().map(|f| at(f).1 as usize).sum()
+        };
+        let text = total(|f| f.text_at);
+        let words = total(|f| f.words_at);
+        if u32::try_from(text.max(words)).is_err() {
+            return;
+        }
+        let mut storage = Storage {
+            text: String::with_capacity(text),
+            words: Vec::with_capacity(words),
+            docs: Vec::with_capacity(total(|f| f.docs_at)),
+            strings: Vec::with_capacity(total(|f| f.strings_at)),
+        };
+        for file in files.iter_mut() {
+            let at = |len: usize, part: (u32, u32)| (len as u32, part.1);
+            let text_at = at(storage.text.len(), file.text_at);
+            let words_at = at(storage.words.len(), file.words_at);
+            let docs_at = at(storage.docs.len(), file.docs_at);
+            let strings_at = at(storage.strings.len(), file.strings_at);
+            storage.text.push_str(file.text());
+            storage.words.extend_from_slice(file.words());
+            storage.docs.extend_from_slice(file.docs());
+            storage.strings.extend_from_slice(file.strings());
+            (file.text_at, file.words_at) = (text_at, words_at);
+            (file.docs_at, file.strings_at) = (docs_at, strings_at);
+        }
+        let storage = Arc::new(storage);
+        for file in files {
+            file.storage = storage.clone();
+        }
+    }
+
     /// The node `id`, unpacked.
     pub fn node(&self, id: NodeId) -> Node<'_> {
         let packed = self.packed(id);
@@ -163,7 +264,7 @@ impl YamlFile {
 
     /// The source text of a span.
     pub fn slice(&self, span: Span) -> &str {
-        &self.text[span.start..span.end]
+        &self.text()[span.start..span.end]
     }
 
     /// 1-based line of a byte offset: counted from the nearest indexed line start.
@@ -172,11 +273,11 @@ impl YamlFile {
         reason = "at most one indexed block of lines is counted: a crate for it would not pay"
     )]
     pub fn line_of(&self, offset: usize) -> usize {
-        let offset = offset.min(self.text.len());
+        let offset = offset.min(self.text().len());
         let line_index = self.arena(Arena::Lines);
         let block = line_index.partition_point(|&s| s as usize <= offset) - 1;
         let from = line_index[block] as usize;
-        let newlines = self.text.as_bytes()[from..offset]
+        let newlines = self.text().as_bytes()[from..offset]
             .iter()
             .filter(|&&b| b == b'\n')
             .count();
@@ -188,7 +289,7 @@ impl YamlFile {
         let start = self.line_start(offset);
         (
             self.line_of(offset),
-            self.text[start..offset.min(self.text.len())]
+            self.text()[start..offset.min(self.text().len())]
                 .chars()
                 .count()
                 + 1,
@@ -197,8 +298,8 @@ impl YamlFile {
 
     /// Byte offset of the start of the line holding `offset`.
     pub fn line_start(&self, offset: usize) -> usize {
-        let offset = offset.min(self.text.len());
-        self.text.as_bytes()[..offset]
+        let offset = offset.min(self.text().len());
+        self.text().as_bytes()[..offset]
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1)
@@ -249,7 +350,7 @@ impl YamlFile {
         match self.scalar_place(id) {
             Some(ScalarPlace::Stored(value)) => value == text,
             Some(ScalarPlace::Text(start, end)) => {
-                end - start == text.len() && &self.text[start..end] == text
+                end - start == text.len() && &self.text()[start..end] == text
             }
             None => false,
         }
@@ -288,7 +389,7 @@ impl YamlFile {
     pub(super) fn scalar_in(&self, id: NodeId) -> Option<&str> {
         Some(match self.scalar_place(id)? {
             ScalarPlace::Stored(value) => value,
-            ScalarPlace::Text(start, end) => &self.text[start..end],
+            ScalarPlace::Text(start, end) => &self.text()[start..end],
         })
     }
 
@@ -392,14 +493,25 @@ impl YamlFile {
 impl YamlFile {
     /// The words of one arena (see [`Arena`]).
     fn arena(&self, arena: Arena) -> &[u32] {
+        let words = self.words();
         let at = arena as usize;
-        let start = at.checked_sub(1).map_or(HEADER, |i| self.words[i] as usize);
+        let start = at.checked_sub(1).map_or(HEADER, |i| words[i] as usize);
         let end = if at < HEADER {
-            self.words[at] as usize
+            words[at] as usize
         } else {
-            self.words.len()
+            words.len()
         };
-        &self.words[start..end]
+        &words[start..end]
+    }
+
+    /// The file's words: the header, then the arenas.
+    fn words(&self) -> &[u32] {
+        &self.storage.words[range(self.words_at)]
+    }
+
+    /// The file's stored values and tags.
+    fn strings(&self) -> &[(NodeId, Box<str>)] {
+        &self.storage.strings[range(self.strings_at)]
     }
 
     /// The record of node `id`.
@@ -440,8 +552,9 @@ impl YamlFile {
 
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
     fn stored_value(&self, id: NodeId) -> &str {
-        let i = self.strings.partition_point(|(n, _)| *n < id);
-        self.strings.get(i).map_or("", |(_, s)| s)
+        let strings = self.strings();
+        let i = strings.partition_point(|(n, _)| *n < id);
+        strings.get(i).map_or("", |(_, s)| s)
     }
 
     /// The end of node `id` when its record cannot hold it: the last offset of `id`.
@@ -455,9 +568,10 @@ impl YamlFile {
 
     /// The tag of node `id` (present: its flag said so): the last string of `id`.
     fn stored_tag(&self, id: NodeId) -> &str {
-        let i = self.strings.partition_point(|(n, _)| *n <= id);
+        let strings = self.strings();
+        let i = strings.partition_point(|(n, _)| *n <= id);
         i.checked_sub(1)
-            .and_then(|i| self.strings.get(i))
+            .and_then(|i| strings.get(i))
             .map_or("", |(_, s)| s)
     }
 }

@@ -24,7 +24,7 @@ fn assert_spans_reparse(file: &YamlFile) {
         let reparsed_text = format!("{}{}\n", " ".repeat(col), slice);
         let (again, err) = YamlFile::parse(&reparsed_text);
         assert_eq!(err, None, "node {id} slice {slice:?} does not re-parse");
-        let got = again.value(again.docs[0].root).unwrap();
+        let got = again.value(again.docs()[0].root).unwrap();
         // A span excludes the node's properties, so a `!!str` tag is not in it.
         let tagged = matches!(node.kind, NodeKind::Scalar { tag: Some(_), .. });
         if tagged {
@@ -86,8 +86,8 @@ data:
 #[test]
 fn spans_cover_exactly_the_node_text() {
     let file = parse_ok(SAMPLE);
-    assert_eq!(file.docs.len(), 2);
-    let root = file.docs[0].root;
+    assert_eq!(file.docs().len(), 2);
+    let root = file.docs()[0].root;
     let text_of = |keys: &[&str]| file.slice(file.node(file.lookup(root, keys).unwrap()).span);
     assert_eq!(text_of(&["apiVersion"]), "v1");
     assert_eq!(text_of(&["metadata", "name"]), "é-name");
@@ -118,14 +118,14 @@ fn spans_cover_exactly_the_node_text() {
     let dashes: Vec<_> = file
         .items(list)
         .iter()
-        .map(|&i| file.node(i).dash.map(|d| &file.text[d..d + 2]))
+        .map(|&i| file.node(i).dash.map(|d| &file.text()[d..d + 2]))
         .collect();
     assert_eq!(dashes, vec![Some("- "); 3]);
     // Regions tile the file; the second starts at its `---`.
-    assert_eq!(file.docs[0].region.start, 0);
-    assert_eq!(file.docs[0].region.end, file.docs[1].region.start);
-    assert!(file.text[file.docs[1].region.start..].starts_with("---"));
-    assert_eq!(file.docs[1].region.end, file.text.len());
+    assert_eq!(file.docs()[0].region.start, 0);
+    assert_eq!(file.docs()[0].region.end, file.docs()[1].region.start);
+    assert!(file.text()[file.docs()[1].region.start..].starts_with("---"));
+    assert_eq!(file.docs()[1].region.end, file.text().len());
     assert_spans_reparse(&file);
 }
 
@@ -135,7 +135,7 @@ fn crlf_bom_and_line_columns() {
     let file = parse_ok(text);
     assert!(file.bom);
     assert_eq!(file.line_ending, LineEnding::CrLf);
-    let root = file.docs[0].root;
+    let root = file.docs()[0].root;
     assert_eq!(
         file.slice(file.node(file.lookup(root, &["c"]).unwrap()).span),
         "|\r\n  ü line\r\n  two"
@@ -151,7 +151,7 @@ fn crlf_bom_and_line_columns() {
 #[test]
 fn redefined_anchors_resolve_to_the_latest_definition() {
     let file = parse_ok("a: &x one\nb: *x\nc: &x two\nd: *x\n");
-    let root = file.docs[0].root;
+    let root = file.docs()[0].root;
     assert_eq!(file.scalar(file.lookup(root, &["b"]).unwrap()), Some("one"));
     assert_eq!(file.scalar(file.lookup(root, &["d"]).unwrap()), Some("two"));
 }
@@ -166,13 +166,13 @@ fn alias_bombs_hit_the_budget_instead_of_memory() {
         ));
     }
     let file = parse_ok(&text);
-    assert_eq!(file.value(file.docs[0].root), Err(AliasBudgetExceeded));
+    assert_eq!(file.value(file.docs()[0].root), Err(AliasBudgetExceeded));
 }
 
 #[test]
 fn merge_keys_merge() {
     let file = parse_ok("base: &b {x: 1, y: 2}\nd:\n  <<: *b\n  y: 3\n");
-    let v = file.value(file.docs[0].root).unwrap();
+    let v = file.value(file.docs()[0].root).unwrap();
     assert_eq!(v.str_at(&["d", "x"]), Some("1"));
     assert_eq!(v.str_at(&["d", "y"]), Some("3"));
 }
@@ -181,7 +181,7 @@ fn merge_keys_merge() {
 fn syntax_errors_keep_earlier_documents() {
     let (file, err) = YamlFile::parse("a: 1\n---\nb: [1, 2\n");
     let err = err.expect("an error");
-    assert_eq!(file.docs.len(), 1);
+    assert_eq!(file.docs().len(), 1);
     assert!(err.line >= 3, "{err}");
 }
 
@@ -191,7 +191,7 @@ fn collections_a_syntax_error_left_open_read_as_empty() {
     assert!(err.is_some());
     for id in file.node_ids() {
         let node = file.node(id);
-        if node.span.start >= file.docs[0].region.end {
+        if node.span.start >= file.docs()[0].region.end {
             match node.kind {
                 NodeKind::Mapping { entries, .. } => assert!(entries.is_empty(), "{id}"),
                 NodeKind::Sequence { items, .. } => assert!(items.is_empty(), "{id}"),
@@ -207,7 +207,7 @@ fn ends_beyond_a_records_length_field_are_kept() {
     let long = "x".repeat(1 << 24);
     let text = format!("- &a {long}\n- *a\n- [*a, b]\n");
     let file = parse_ok(&text);
-    let items = file.items(file.docs[0].root);
+    let items = file.items(file.docs()[0].root);
     let span = |id: NodeId| file.node(id).span;
     assert_eq!(span(items[0]), Span::new(5, 5 + long.len()));
     let alias = text.find("*a").unwrap();
@@ -434,8 +434,8 @@ proptest! {
         }
         let (file, err) = YamlFile::parse(&e.out);
         prop_assert_eq!(err, None, "{}", e.out);
-        prop_assert_eq!(file.docs.len(), docs.len());
-        for (doc, g) in file.docs.iter().zip(&docs) {
+        prop_assert_eq!(file.docs().len(), docs.len());
+        for (doc, g) in file.docs().iter().zip(&docs) {
             let g = match g { Gen::Scalar(_) => Gen::Map(vec![("k".into(), g.clone())]), other => other.clone() };
             let key_unquoted = |v: Value| unquote(v);
             prop_assert_eq!(key_unquoted(file.value(doc.root).unwrap()), unquote(gen_value(&g)));
@@ -520,7 +520,7 @@ fn text_beyond_32_bit_offsets_is_refused() {
     let error = error.expect("refused");
     assert_eq!((error.line, error.column), (1, 1));
     assert!(error.message.contains("256 MiB"), "{}", error.message);
-    assert!(file.docs.is_empty() && file.bom);
+    assert!(file.docs().is_empty() && file.bom);
 }
 
 fn str_value(s: &str) -> Value {
@@ -528,7 +528,7 @@ fn str_value(s: &str) -> Value {
 }
 
 fn value_at(file: &YamlFile, keys: &[&str]) -> Value {
-    let node = file.lookup(file.docs[0].root, keys).expect("key present");
+    let node = file.lookup(file.docs()[0].root, keys).expect("key present");
     file.value(node).unwrap()
 }
 
@@ -537,7 +537,7 @@ fn a_flow_sequence_may_close_at_its_parents_indentation() {
     // go-yaml ignores indentation inside flow collections; YAML 1.2 does not.
     let text = "spec:\n  template:\n    args: [\n      --a,\n      --b\n  ]\n    other: 1\n";
     let file = parse_ok(text);
-    let args = file.lookup(file.docs[0].root, &["spec", "template", "args"]);
+    let args = file.lookup(file.docs()[0].root, &["spec", "template", "args"]);
     assert_eq!(
         file.slice(file.node(args.unwrap()).span),
         "[\n      --a,\n      --b\n  ]"
@@ -572,7 +572,7 @@ fn flow_items_and_closer_may_sit_left_of_their_key() {
         ])
     );
     assert_eq!(value_at(&file, &["spec", "after"]), str_value("x"));
-    let map = file.lookup(file.docs[0].root, &["spec", "map"]).unwrap();
+    let map = file.lookup(file.docs()[0].root, &["spec", "map"]).unwrap();
     assert_eq!(file.line_col(file.node(map).span.end - 1), (10, 1));
     assert_spans_reparse(&file);
 }
@@ -583,7 +583,7 @@ fn flow_items_and_closer_may_sit_left_of_their_key() {
 fn a_flow_collection_with_a_trailing_comma_ends_at_its_bracket() {
     let text = "hc: [{\n  a: 1,\n  # note\n}, {b: [x, y,],\n},]\nnext: 1\n";
     let file = parse_ok(text);
-    let root = file.docs[0].root;
+    let root = file.docs()[0].root;
     let list = file.lookup(root, &["hc"]).unwrap();
     let items = file.items(list);
     assert_eq!(
@@ -612,7 +612,7 @@ fn a_quoted_scalar_may_continue_at_column_zero() {
         value_at(&file, &["data", "single"]),
         Value::Str("a b".into(), true)
     );
-    let motd = file.lookup(file.docs[0].root, &["data", "motd"]).unwrap();
+    let motd = file.lookup(file.docs()[0].root, &["data", "motd"]).unwrap();
     assert_eq!(file.slice(file.node(motd).span), "\"hello\nworld\"");
 }
 
@@ -671,7 +671,7 @@ fn an_alias_followed_by_a_colon_is_a_mapping_key() {
         ])
     );
     assert_eq!(value_at(&file, &["after"]), str_value("ipmi"));
-    let controllers = file.lookup(file.docs[0].root, &["controllers"]).unwrap();
+    let controllers = file.lookup(file.docs()[0].root, &["controllers"]).unwrap();
     let (key, _) = file.entries(controllers).first().unwrap();
     assert_eq!(file.slice(file.node(key).span), "*app");
     assert_eq!(file.line_col(file.node(key).span.start), (3, 3));
@@ -701,13 +701,13 @@ fn a_scalar_reads_as_its_unpacked_node_says() {
             NodeKind::Scalar {
                 style: ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted,
                 ..
-            } => Some(&file.text[node.span.start + 1..node.span.end - 1]),
+            } => Some(&file.text()[node.span.start + 1..node.span.end - 1]),
             NodeKind::Scalar { .. } => Some(file.slice(node.span)),
             _ => None,
         };
         assert_eq!(file.scalar_in(id), unpacked, "node {id}");
     }
-    let root = file.docs[0].root;
+    let root = file.docs()[0].root;
     for (key, value) in [
         ("single", "2"),
         ("esc\tape", "4"),
@@ -751,7 +751,7 @@ fn collections_read_as_their_unpacked_nodes_say() {
         }
     }
     let file = parse_ok(text);
-    let root = file.docs[0].root;
+    let root = file.docs()[0].root;
     let b = file.lookup(root, &["b"]).unwrap();
     assert_eq!(file.entries(b).len(), 2);
     let c = file.lookup(root, &["c"]).unwrap();
@@ -764,4 +764,40 @@ fn collections_read_as_their_unpacked_nodes_say() {
         .unwrap()
         + 1;
     assert_eq!(file.entries(f).len(), 2);
+}
+
+/// Files that share one storage (as the loader's batches do) read exactly as each did alone:
+/// text, every node (kind, span, dash, stored values and tags), entries, items and lines; and
+/// the storage holds each text once.
+#[test]
+fn files_sharing_their_storage_read_as_they_did_alone() {
+    let long = "k: v\n".repeat(3 * LINE_BLOCK);
+    let texts = [
+        "a: 1\nb: [x, y]\n",
+        "\u{feff}- &a {k: v}\n- *a\n---\nc: 'q'\n",
+        "",
+        "x: !!str 3\ny: \"two\\nlines\"\nz:\n  - p\n  - q\n",
+        long.as_str(),
+    ];
+    let alone: Vec<YamlFile> = texts.iter().map(|t| YamlFile::parse(t).0).collect();
+    let mut shared = alone.clone();
+    YamlFile::share_storage(&mut shared.iter_mut().collect::<Vec<_>>());
+    for pair in shared.windows(2) {
+        let end = pair[0].text().as_bytes().as_ptr_range().end;
+        assert_eq!(pair[1].text().as_ptr(), end, "texts one after another");
+    }
+    for (a, s) in alone.iter().zip(&shared) {
+        assert!(std::sync::Arc::ptr_eq(&s.storage, &shared[0].storage));
+        assert_eq!(a.text(), s.text());
+        assert_eq!((a.bom, a.line_ending), (s.bom, s.line_ending));
+        assert_eq!(a.node_ids(), s.node_ids());
+        for id in a.node_ids() {
+            let node = a.node(id);
+            assert_eq!(node, s.node(id), "node {id} of {:?}", a.text());
+            assert_eq!(a.entries(id), s.entries(id));
+            assert_eq!(a.items(id), s.items(id));
+            assert_eq!(a.scalar(id), s.scalar(id));
+            assert_eq!(a.line_of(node.span.end), s.line_of(node.span.end));
+        }
+    }
 }

@@ -326,7 +326,7 @@ fn secret_provided(model: &Model, name: &str, namespace: &str) -> bool {
         .files
         .iter()
         .map(|f| {
-            let text = &f.yaml.text;
+            let text = f.yaml.text();
             if word(text) {
                 text.matches(name).count()
             } else {

@@ -165,7 +165,7 @@ fn content_column(model: &Model, file: &str, line: usize) -> usize {
     let Some(id) = model.repo.file_id(file) else {
         return 1;
     };
-    let text = &model.repo.file(id).yaml.text;
+    let text = model.repo.file(id).yaml.text();
     text.lines().nth(line.saturating_sub(1)).map_or(1, |l| {
         l.chars().take_while(|c| c.is_whitespace()).count() + 1
     })

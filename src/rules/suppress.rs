@@ -255,7 +255,7 @@ fn rule_ids(list: &str) -> Result<Vec<&'static str>, String> {
 fn comments(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Vec<Suppression> {
     let mut out = Vec::new();
     for file in &model.repo.files {
-        let text = &file.yaml.text;
+        let text = file.yaml.text();
         if !text.contains(COMMENT_MARKER) {
             continue;
         }

@@ -67,9 +67,9 @@ pub fn check_edits(before: &YamlFile, edits: &[TextEdit]) -> Result<(), String> 
     edits.sort();
     for e in &edits {
         if e.start > e.end
-            || e.end > before.text.len()
-            || !before.text.is_char_boundary(e.start)
-            || !before.text.is_char_boundary(e.end)
+            || e.end > before.text().len()
+            || !before.text().is_char_boundary(e.start)
+            || !before.text().is_char_boundary(e.end)
         {
             return Err(format!(
                 "edit {}..{} is not a valid range of the file",
@@ -77,7 +77,7 @@ pub fn check_edits(before: &YamlFile, edits: &[TextEdit]) -> Result<(), String> 
             ));
         }
     }
-    let text = edit::apply(&before.text, &edits).map_err(|e| e.to_string())?;
+    let text = edit::apply(before.text(), &edits).map_err(|e| e.to_string())?;
     let (after, err) = YamlFile::parse(&text);
     if let Some(e) = err {
         return Err(format!(
@@ -138,22 +138,22 @@ struct Unit {
 impl Gate<'_> {
     fn documents(&self) -> Result<(), String> {
         let unit = |f: &YamlFile, d: usize| Unit {
-            extent: f.node(f.docs[d].root).span,
+            extent: f.node(f.docs()[d].root).span,
         };
-        let before: Vec<Unit> = (0..self.b.docs.len()).map(|d| unit(self.b, d)).collect();
-        let after: Vec<Unit> = (0..self.a.docs.len()).map(|d| unit(self.a, d)).collect();
+        let before: Vec<Unit> = (0..self.b.docs().len()).map(|d| unit(self.b, d)).collect();
+        let after: Vec<Unit> = (0..self.a.docs().len()).map(|d| unit(self.a, d)).collect();
         let (kept, survivors, new) = self.align(&before, &after, "the file", |i| {
             format!("document {}", i + 1)
         })?;
         for (bi, ai) in kept.into_iter().zip(survivors) {
-            self.node(self.b.docs[bi].root, self.a.docs[ai].root, "")
+            self.node(self.b.docs()[bi].root, self.a.docs()[ai].root, "")
                 .map_err(|e| format!("document {}: {e}", bi + 1))?;
         }
         for (edit, units) in new {
             self.consumed.borrow_mut()[edit] = true;
             let got: Vec<Value> = units
                 .iter()
-                .map(|&u| self.value_a(self.a.docs[u].root))
+                .map(|&u| self.value_a(self.a.docs()[u].root))
                 .collect::<Result<_, _>>()?;
             let text = &self.edits[edit].text;
             let (frag, err) = YamlFile::parse(&self.pad(edit, text));
@@ -165,7 +165,7 @@ impl Gate<'_> {
                 ));
             }
             let mut want: Vec<Value> = frag
-                .docs
+                .docs()
                 .iter()
                 .map(|d| frag.value(d.root).map_err(|e| e.to_string()))
                 .collect::<Result<_, _>>()?;
@@ -173,8 +173,8 @@ impl Gate<'_> {
             // no marker of its own); on its own it reads as an empty document.
             if want.len() > got.len()
                 && want.last() == Some(&Value::Null)
-                && frag.docs.last().is_some_and(|d| {
-                    d.start_marker.is_some() && frag.text[d.region.start..].trim() == "---"
+                && frag.docs().last().is_some_and(|d| {
+                    d.start_marker.is_some() && frag.text()[d.region.start..].trim() == "---"
                 })
             {
                 want.pop();
@@ -236,7 +236,7 @@ impl Gate<'_> {
             }
             self.consumed.borrow_mut()[i] = true;
             let (frag, err) = YamlFile::parse(&self.pad(i, &e.text));
-            let want = match (err, &*frag.docs) {
+            let want = match (err, frag.docs()) {
                 (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string())?,
                 (None, []) => Value::Null,
                 _ => {
@@ -457,7 +457,7 @@ impl Gate<'_> {
             self.pad(edit, text)
         };
         let (frag, err) = YamlFile::parse(&source);
-        match (err, &*frag.docs) {
+        match (err, frag.docs()) {
             (None, [doc]) => frag.value(doc.root).map_err(|e| e.to_string()),
             _ => Err(format!(
                 "{path}: the text inserted at line {} ({:?}) is not YAML on its own",
@@ -471,7 +471,9 @@ impl Gate<'_> {
     /// keep their indentation relative to the first).
     fn pad(&self, edit: usize, text: &str) -> String {
         let start = self.edits[edit].start;
-        let col = self.b.text[self.b.line_start(start)..start].chars().count();
+        let col = self.b.text()[self.b.line_start(start)..start]
+            .chars()
+            .count();
         format!("{}{text}", " ".repeat(col))
     }
 
@@ -492,7 +494,7 @@ impl Gate<'_> {
         if block {
             // An append lands at the start of the line after the last child; an insertion
             // before the first child lands at the collection's start.
-            span.start <= e.start && e.start <= edit::after_line(&self.b.text, span.end)
+            span.start <= e.start && e.start <= edit::after_line(self.b.text(), span.end)
         } else {
             span.start < e.start && e.start < span.end
         }
@@ -600,7 +602,7 @@ mod tests {
         let text =
             "a: 1\nlist:\n  - x\n  # about y\n  - y\n  - z\nspec:\n  wait: true\n  hc: [p, q]\n";
         let f = parse(text);
-        let root = f.docs[0].root;
+        let root = f.docs()[0].root;
         let list = f.lookup(root, &["list"]).unwrap();
         let items = f.items(list).to_vec();
         for &item in &items {

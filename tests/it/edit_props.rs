@@ -319,7 +319,7 @@ fn scalars(docs: &[Doc]) -> Vec<Place> {
 
 /// The node of entry `e` (its value) in document `d`.
 fn entry_value(file: &YamlFile, d: usize, e: usize) -> NodeId {
-    let root = file.docs[d].root;
+    let root = file.docs()[d].root;
     match file.node(root).kind {
         fluxmend::parse::NodeKind::Mapping { entries, .. } => entries.get(e).unwrap().1,
         _ => panic!("documents are mappings"),
@@ -344,7 +344,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
             f(&mut entries[e].1);
         }
     };
-    let text = &file.text;
+    let text = file.text();
     match op {
         Op::Remove { seq, item } => {
             let seqs = sequences(docs);
@@ -450,7 +450,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
                     start: at,
                     end: at,
                     // Before a document without its own `---`, close the moved one with a marker.
-                    text: if to < n && file.docs[to].start_marker.is_none() {
+                    text: if to < n && file.docs()[to].start_marker.is_none() {
                         format!("---{eol}{body}---{eol}")
                     } else {
                         format!("---{eol}{body}")
@@ -466,7 +466,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
 }
 
 fn entry_key(file: &YamlFile, d: usize, e: usize) -> NodeId {
-    match file.node(file.docs[d].root).kind {
+    match file.node(file.docs()[d].root).kind {
         fluxmend::parse::NodeKind::Mapping { entries, .. } => entries.get(e).unwrap().0,
         _ => panic!("documents are mappings"),
     }
@@ -479,7 +479,7 @@ fn scalar_string(s: &Scalar) -> String {
 }
 
 fn values(file: &YamlFile) -> Vec<Value> {
-    file.docs
+    file.docs()
         .iter()
         .map(|d| file.value(d.root).unwrap())
         .collect()

@@ -95,11 +95,10 @@ impl Setup {
     }
 
     fn text(&self, path: &str) -> &str {
-        &self
-            .repo
+        self.repo
             .file(self.repo.file_id(path).expect(path))
             .yaml
-            .text
+            .text()
     }
 
     /// [`gates::verify_fix`] of `f` (the kustomize gate too when given `tool`).
@@ -605,7 +604,7 @@ fn transition_gate_catches_a_one_step_move_that_deletes_the_flux_instance() {
             Some(old) if old == bytes => {}
             Some(_) => {
                 let id = repo.file_id(path).unwrap();
-                let len = repo.file(id).yaml.text.len();
+                let len = repo.file(id).yaml.text().len();
                 changes.edit(
                     path,
                     TextEdit {

@@ -524,7 +524,7 @@ fn every_hostile_case_has_its_diagnostic_and_the_rest_is_analysed() {
     // Values: redefined anchors resolve to the definition in force at the alias.
     let loaded = fluxmend::load::Repo::load(repo.path()).unwrap();
     let f = loaded.file(loaded.file_id("infra/redefined-anchors.yaml").unwrap());
-    let v = f.yaml.value(f.yaml.docs[0].root).unwrap();
+    let v = f.yaml.value(f.yaml.docs()[0].root).unwrap();
     assert_eq!(v.str_at(&["data", "b"]), Some("one"));
     assert_eq!(v.str_at(&["data", "d"]), Some("two"));
 }
@@ -622,7 +622,7 @@ fn deep_nesting_never_overflows_the_stack() {
     ] {
         let (file, err) = YamlFile::parse(&text);
         assert!(err.is_some(), "refused");
-        assert!(file.docs.is_empty());
+        assert!(file.docs().is_empty());
     }
     // Right at the limit: parses, converts, compares and drops on a small thread stack.
     let depth = MAX_NESTING;
@@ -632,7 +632,7 @@ fn deep_nesting_never_overflows_the_stack() {
         .spawn(move || {
             let (file, err) = YamlFile::parse(&text);
             assert_eq!(err, None);
-            let v = file.value(file.docs[0].root).unwrap();
+            let v = file.value(file.docs()[0].root).unwrap();
             let w = v.clone();
             assert_eq!(v, w);
             let mut inner = &v;

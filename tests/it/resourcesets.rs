@@ -120,6 +120,6 @@ fn a_range_template_generates_one_layer_per_item() {
     let id = generated
         .file_id("clusters/staging/bundles.yaml#ResourceSet/flux-system/bundles")
         .unwrap();
-    let text = &generated.file(id).yaml.text;
+    let text = generated.file(id).yaml.text();
     assert_eq!(text.matches("provider: sops").count(), 1, "{text}");
 }

@@ -343,7 +343,7 @@ fn a_revision_loads_as_its_checkout_does() {
     let files = |r: &Repo| {
         r.files
             .iter()
-            .map(|f| (f.path.clone(), f.yaml.text.clone()))
+            .map(|f| (f.path.clone(), f.yaml.text().to_string()))
             .collect::<Vec<_>>()
     };
     assert_eq!(files(&revision), files(&disk));
@@ -395,7 +395,7 @@ fn a_revision_loads_as_its_checkout_does() {
         &same(&shared, "apps/nested/open.yaml"),
         &same(&work, "apps/nested/open.yaml")
     ));
-    assert!(same(&shared, "apps/cm.yaml").yaml.text.contains("a: b"));
+    assert!(same(&shared, "apps/cm.yaml").yaml.text().contains("a: b"));
 }
 
 /// At a revision where PATH does not exist, the repository is empty; a revision that does not

@@ -59,7 +59,7 @@ pub(super) fn build(
                     )
                     .into());
                 }
-                for d in &yaml.docs {
+                for d in yaml.docs() {
                     let v = yaml.value_with_budget(d.root, budget.nodes).map_err(|_| {
                         NotExpanded::Limit(format!("it generates more than {MAX_NODES} nodes"))
                     })?;
@@ -198,7 +198,7 @@ mod tests {
         let text = "apiVersion: fluxcd.controlplane.io/v1\nkind: ResourceSet\nmetadata:\n  name: apps\n  namespace: tenants\nspec:\n  inputs:\n    - tenant: team1\n      semver: \">=1.0.0-rc.0\"\n    - tenant: team2\n      semver: \">=2.0.0\"\n  resources:\n    - apiVersion: source.toolkit.fluxcd.io/v1\n      kind: OCIRepository\n      metadata:\n        name: << inputs.tenant >>-app\n        labels:\n          semver: << inputs.semver | slugify >>\n      spec:\n        ref:\n          semver: << inputs.semver | quote >>\n    - apiVersion: v1\n      kind: Namespace\n      metadata:\n        name: shared\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: << inputs.tenant >>-off\n        annotations:\n          fluxcd.controlplane.io/reconcile: disabled\n";
         let (yaml, e) = YamlFile::parse(text);
         assert!(e.is_none());
-        let rset = yaml.value(yaml.docs[0].root).unwrap();
+        let rset = yaml.value(yaml.docs()[0].root).unwrap();
         let built = build(&rset, "tenants", &BTreeMap::new()).unwrap();
         let ids: Vec<(String, String, String)> = built
             .iter()

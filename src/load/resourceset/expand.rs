@@ -29,14 +29,14 @@ pub(in crate::load) fn expand(
     // ResourceSet or its input providers; only those are read further.
     let named: Vec<&SourceFile> = files
         .par_iter()
-        .filter(|f| f.yaml.text.contains("ResourceSet"))
+        .filter(|f| f.yaml.text().contains("ResourceSet"))
         .map(|f| &**f)
         .collect();
     let providers = static_providers(&named);
     let mut generated: Vec<(String, String, String)> = Vec::new();
     for file in named {
         let yaml = &file.yaml;
-        for doc in &yaml.docs {
+        for doc in yaml.docs() {
             let scalar = |keys: &[&str]| yaml.lookup(doc.root, keys).and_then(|n| yaml.scalar(n));
             if scalar(&["kind"]) != Some("ResourceSet")
                 || !scalar(&["apiVersion"]).is_some_and(|a| a.starts_with(&format!("{GROUP}/")))

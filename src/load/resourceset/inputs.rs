@@ -25,10 +25,10 @@ fn is(value: &Value, kind: &str) -> bool {
 pub(super) fn static_providers(files: &[&SourceFile]) -> BTreeMap<(String, String), Inputs> {
     let mut out = BTreeMap::new();
     for file in files {
-        if !file.yaml.text.contains("ResourceSetInputProvider") {
+        if !file.yaml.text().contains("ResourceSetInputProvider") {
             continue;
         }
-        for doc in &file.yaml.docs {
+        for doc in file.yaml.docs() {
             let Ok(v) = file.yaml.value(doc.root) else {
                 continue;
             };

@@ -165,7 +165,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
             ));
         }
         let objects = model.objects_in(file);
-        let non_object = source.yaml.docs.iter().enumerate().find(|(idx, d)| {
+        let non_object = source.yaml.docs().iter().enumerate().find(|(idx, d)| {
             let empty = matches!(source.yaml.value(d.root), Ok(Value::Null));
             !empty && !objects.clone().any(|o| model.object(o).doc == *idx)
         });

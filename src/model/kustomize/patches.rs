@@ -151,7 +151,7 @@ impl Model<'_> {
                 let (file, body) = match (inline, path.and_then(|p| join(dir, p))) {
                     (Some(text), _) => (source.path.clone(), text.to_string()),
                     (None, Some(path)) => match self.repo.file_id(&path) {
-                        Some(id) => (path, self.repo.file(id).yaml.text.clone()),
+                        Some(id) => (path, self.repo.file(id).yaml.text().to_string()),
                         None => continue,
                     },
                     // `patchesStrategicMerge` may hold the patch itself as a string.

@@ -47,7 +47,7 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
         .find_map(|name| repo.file_id(&join(dir, name).unwrap_or_default()))?;
     let source = repo.file(file);
     let yaml = &source.yaml;
-    let Some(doc) = yaml.docs.first() else {
+    let Some(doc) = yaml.docs().first() else {
         if source.error.is_none() {
             diagnostics.push(Diagnostic::new(
                 Severity::Error,

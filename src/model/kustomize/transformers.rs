@@ -347,7 +347,7 @@ fn set_namespace(config: &mut Value, namespace: &str) {
 }
 
 fn documents(yaml: &YamlFile) -> Vec<Value> {
-    yaml.docs
+    yaml.docs()
         .iter()
         .filter_map(|d| yaml.value(d.root).ok())
         .filter(|v| *v != Value::Null)
@@ -468,7 +468,7 @@ fn patch_renames(repo: &Repo, dir: &str, config: &Value) -> Option<String> {
         (None, Some(path)) => {
             let file = join(dir, path).and_then(|p| repo.file_id(&p));
             match file {
-                Some(id) => repo.file(id).yaml.text.clone(),
+                Some(id) => repo.file(id).yaml.text().to_string(),
                 None => return Some(format!("patch file {path} is not a file fluxmend read")),
             }
         }

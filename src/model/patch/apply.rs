@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn patches_apply_to_content() {
         let (yaml, _) = YamlFile::parse("spec:\n  url: oci://x\n  ref:\n    tag: latest\n");
-        let mut content = yaml.value(yaml.docs[0].root).unwrap();
+        let mut content = yaml.value(yaml.docs()[0].root).unwrap();
         PatchBody::parse(
             "kind: OCIRepository\nmetadata:\n  name: flux-system\nspec:\n  verify:\n    provider: cosign\n  ref: null\n",
         )

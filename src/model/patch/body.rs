@@ -37,7 +37,7 @@ impl PatchBody {
                 e.line, e.column, e.message
             ));
         }
-        let Some(doc) = yaml.docs.first() else {
+        let Some(doc) = yaml.docs().first() else {
             return Err("the patch is empty".into());
         };
         let value = yaml

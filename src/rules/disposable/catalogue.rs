@@ -64,7 +64,7 @@ impl Catalogue {
                 "rules/disposable.yaml does not parse: {err:?}"
             );
             let root = yaml
-                .docs
+                .docs()
                 .first()
                 .expect("rules/disposable.yaml is empty")
                 .root;
@@ -106,7 +106,7 @@ impl Catalogue {
                 )),
             );
         }
-        let Some(doc) = file.yaml.docs.first() else {
+        let Some(doc) = file.yaml.docs().first() else {
             return (cat, None);
         };
         let Some((_, section)) = file.yaml.entry(doc.root, "disposable") else {
@@ -145,7 +145,7 @@ impl Catalogue {
             });
         }
         let mut cat = Catalogue::builtin().clone();
-        if let Some(doc) = yaml.docs.first() {
+        if let Some(doc) = yaml.docs().first() {
             cat.extend_from(&yaml, doc.root, file)?;
         }
         Ok(cat)

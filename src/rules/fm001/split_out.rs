@@ -186,11 +186,11 @@ fn move_instance(
         .to_string();
     let eol = src.yaml.line_ending.as_str();
     let instance_text;
-    if src.yaml.docs.len() == 1 {
+    if src.yaml.docs().len() == 1 {
         instance_text = format!(
             "{}{}",
             if src.yaml.bom { "\u{feff}" } else { "" },
-            src.yaml.text
+            src.yaml.text()
         );
         changes.delete(&src.path);
         if let Some((list_file, item)) = entry {
@@ -198,7 +198,7 @@ fn move_instance(
         }
     } else {
         let (start, end) = edit::document_region(&src.yaml, obj.doc);
-        let region = &src.yaml.text[start..end];
+        let region = &src.yaml.text()[start..end];
         let body = region
             .strip_prefix("---")
             .map_or(region, |b| b.trim_start_matches(['\r', '\n']));

@@ -429,7 +429,7 @@ fn generators_spare(
 
 /// A level's entry as written, re-indented to the new kustomization's top level.
 fn verbatim(lines: &mut Vec<String>, yaml: &YamlFile, k: NodeId, v: NodeId) {
-    let indent = &yaml.text[yaml.line_start(yaml.node(k).span.start)..yaml.node(k).span.start];
+    let indent = &yaml.text()[yaml.line_start(yaml.node(k).span.start)..yaml.node(k).span.start];
     for l in entry_text(yaml, k, v).split('\n') {
         lines.push(l.strip_prefix(indent).unwrap_or(l).to_string());
     }
@@ -492,7 +492,7 @@ impl CarriedPatch {
     fn read(yaml: &YamlFile, kfile_path: &str, item: NodeId) -> Result<CarriedPatch, String> {
         let dash = yaml.node(item).dash.ok_or("patch item without a dash")?;
         let start = yaml.line_start(dash);
-        let end = edit::after_line(&yaml.text, yaml.node(item).span.end);
+        let end = edit::after_line(yaml.text(), yaml.node(item).span.end);
         let text = |a: usize, b: usize| {
             edit::resolved_text(yaml, a, b)
                 .replace("\r\n", "\n")

@@ -56,7 +56,7 @@ pub(super) fn kustomization_text(
     let mut out = String::new();
     let mut item_indent = "  ".to_string();
     if let Some(f) = lister {
-        if f.yaml.text.starts_with("---") {
+        if f.yaml.text().starts_with("---") {
             out.push_str(&format!("---{eol}"));
         }
         for m in modelines(&f.yaml, 0) {
@@ -64,12 +64,12 @@ pub(super) fn kustomization_text(
         }
         let first_item = f
             .yaml
-            .docs
+            .docs()
             .first()
             .and_then(|d| f.yaml.lookup(d.root, &["resources"]))
             .and_then(|l| f.yaml.items(l).first().copied());
         if let Some(dash) = first_item.and_then(|i| f.yaml.node(i).dash) {
-            item_indent = f.yaml.text[f.yaml.line_start(dash)..dash].to_string();
+            item_indent = f.yaml.text()[f.yaml.line_start(dash)..dash].to_string();
         }
     }
     out.push_str(&format!(
@@ -114,7 +114,7 @@ pub(super) fn new_layer_document(
         .and_then(|i| yaml.node(i).dash)
         .map_or_else(
             || format!("{indent}{indent}"),
-            |d| yaml.text[yaml.line_start(d)..d].to_string(),
+            |d| yaml.text()[yaml.line_start(d)..d].to_string(),
         );
     let mut out = String::new();
     let mut line = |s: &str| {

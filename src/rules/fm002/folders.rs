@@ -287,7 +287,7 @@ impl Ctx<'_, '_, '_> {
             format!(
                 "{}{}",
                 if src.yaml.bom { "\u{feff}" } else { "" },
-                src.yaml.text
+                src.yaml.text()
             ),
         );
     }
@@ -308,11 +308,11 @@ impl Ctx<'_, '_, '_> {
             .map(|&i| model.object(self.variant.inventory[i].object).doc)
             .collect();
         moved_docs.sort_unstable();
-        let text = &src.yaml.text;
+        let text = src.yaml.text();
         let feol = src.yaml.line_ending.as_str();
         let mut out = String::new();
         // The file's header comment (before its first `---`) describes both halves.
-        if let Some(first) = src.yaml.docs.first() {
+        if let Some(first) = src.yaml.docs().first() {
             let header = &text[..first.region.start];
             if header.lines().all(|l| {
                 let t = l.trim();
@@ -462,7 +462,7 @@ fn whole_file(model: &Model, file: FileId, docs: &[usize], inventory: &[Rendered
     let objects = model.objects_in(file);
     let content_docs = src
         .yaml
-        .docs
+        .docs()
         .iter()
         .filter(|d| src.yaml.value(d.root).is_ok_and(|v| v != Value::Null))
         .count();

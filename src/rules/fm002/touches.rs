@@ -8,7 +8,7 @@ use crate::parse::{NodeId, NodeKind, YamlFile};
 /// A kustomization (or component) that only lists resources: it transforms nothing.
 pub(super) fn only_resources(model: &Model, file: FileId) -> bool {
     let f = model.repo.file(file);
-    let Some(doc) = f.yaml.docs.first() else {
+    let Some(doc) = f.yaml.docs().first() else {
         return true;
     };
     match f.yaml.node(doc.root).kind {
@@ -31,7 +31,7 @@ pub(super) fn component_touches(
     moved: &[&Rendered],
 ) -> Result<bool, String> {
     let f = model.repo.file(file);
-    let Some(doc) = f.yaml.docs.first() else {
+    let Some(doc) = f.yaml.docs().first() else {
         return Ok(false);
     };
     let NodeKind::Mapping { entries, .. } = f.yaml.node(doc.root).kind else {
@@ -68,7 +68,7 @@ pub(super) fn component_touches(
 /// components of its own (they would add objects to both layers).
 pub(super) fn transforms_only(model: &Model, file: FileId) -> bool {
     let f = model.repo.file(file);
-    let Some(doc) = f.yaml.docs.first() else {
+    let Some(doc) = f.yaml.docs().first() else {
         return false;
     };
     f.yaml
@@ -139,15 +139,15 @@ pub(super) fn patch_may_touch(
             else {
                 return true;
             };
-            model.repo.file(file).yaml.text.clone()
+            model.repo.file(file).yaml.text().to_string()
         }
         _ => return true,
     };
     let (patch, err) = YamlFile::parse(&text);
-    if err.is_some() || patch.docs.is_empty() {
+    if err.is_some() || patch.docs().is_empty() {
         return true;
     }
-    patch.docs.iter().any(|d| {
+    patch.docs().iter().any(|d| {
         let get = |keys: &[&str]| patch.lookup(d.root, keys).and_then(|n| patch.scalar(n));
         let (Some(kind), Some(name)) = (get(&["kind"]), get(&["metadata", "name"])) else {
             return true;

@@ -120,7 +120,7 @@ fn parsed_patch(value: Value) -> Value {
         return value;
     }
     let docs: Option<Vec<Value>> = yaml
-        .docs
+        .docs()
         .iter()
         .map(|d| yaml.value(d.root).ok().map(canonical))
         .collect();
@@ -185,7 +185,7 @@ mod tests {
         let parse = |t: &str| {
             let (y, e) = YamlFile::parse(t);
             assert!(e.is_none());
-            y.value(y.docs[0].root).unwrap()
+            y.value(y.docs()[0].root).unwrap()
         };
         let before = parse(
             "spec:\n  verify:\n    provider: cosign\n    matchOIDCIdentity:\n      - issuer: '^i$'\n        subject: '^a$'\n      - issuer: '^i$'\n        subject: '^b$'\n",

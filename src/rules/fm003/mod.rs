@@ -35,7 +35,7 @@ impl Rule for MultiIdentityVerify {
     fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
         for (file_id, file) in model.repo.files.iter().enumerate() {
-            if !file.yaml.text.contains(LIST) || !model.is_live_file(&file.path) {
+            if !file.yaml.text().contains(LIST) || !model.is_live_file(&file.path) {
                 continue;
             }
             for mut site in sites(&file.yaml, None, |n| object_at(model, file_id, n)) {
@@ -66,7 +66,7 @@ impl Rule for MultiIdentityVerify {
                         &parsed
                     }
                 };
-                if !inner.text.contains(LIST) {
+                if !inner.text().contains(LIST) {
                     continue;
                 }
                 let target = patch_target(&file.yaml, key, inner);

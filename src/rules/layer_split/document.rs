@@ -64,12 +64,12 @@ pub(in crate::rules) fn copy_entry_nodes(
 /// `# yaml-language-server:` modelines of a document's preamble (between its `---` and its
 /// content): a new document beside it gets them too.
 pub(in crate::rules) fn modelines(yaml: &YamlFile, doc: usize) -> Vec<String> {
-    let Some(d) = yaml.docs.get(doc) else {
+    let Some(d) = yaml.docs().get(doc) else {
         return Vec::new();
     };
     let content = yaml.node(d.root).span.start;
     let start = d.region.start.min(content);
-    yaml.text[start..content]
+    yaml.text()[start..content]
         .lines()
         .map(|l| l.trim_end_matches('\r'))
         .filter(|l| l.trim_start().starts_with("# yaml-language-server:"))

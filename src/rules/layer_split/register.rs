@@ -26,10 +26,10 @@ pub(in crate::rules) fn register(
         .iter()
         .map(|m| format!("{m}{eol}"))
         .collect();
-    if file.yaml.docs.len() > 1 {
+    if file.yaml.docs().len() > 1 {
         // New documents right after the old layer's.
         let (_, end) = edit::document_region(&file.yaml, obj.doc);
-        let lead = if file.yaml.text[..end].ends_with('\n') {
+        let lead = if file.yaml.text()[..end].ends_with('\n') {
             ""
         } else {
             eol
@@ -61,7 +61,7 @@ pub(in crate::rules) fn register(
         if model.repo.is_file(&new_path) || changes.files.contains_key(&new_path) {
             return Err(format!("{new_path} already exists"));
         }
-        let starts_with_marker = file.yaml.text.starts_with("---");
+        let starts_with_marker = file.yaml.text().starts_with("---");
         changes.create(
             &new_path,
             format!(

@@ -35,7 +35,7 @@ pub(super) fn contents(
                     Some(id) => {
                         let yaml = &repo.file(id).yaml;
                         let bom = if yaml.bom { "\u{feff}" } else { "" };
-                        Ok(format!("{bom}{}", yaml.text).into_bytes())
+                        Ok(format!("{bom}{}", yaml.text()).into_bytes())
                     }
                     None => read_repo_file(&repo.root, path)
                         .map_err(|e| format!("cannot read {path}: {e}")),

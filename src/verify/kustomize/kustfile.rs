@@ -168,7 +168,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn new(yaml: &'a YamlFile, lenient: bool) -> Result<Reader<'a>, Refusal> {
-        if let Some((line, column)) = first_tag(&yaml.text) {
+        if let Some((line, column)) = first_tag(yaml.text()) {
             return Err(Refusal {
                 line,
                 column,
@@ -443,7 +443,7 @@ mod tests {
     fn kustomization(text: &str) -> Result<Read, Refusal> {
         let (yaml, error) = YamlFile::parse(text);
         assert!(error.is_none(), "{error:?}");
-        read_kustomization(&yaml, yaml.docs[0].root, false)
+        read_kustomization(&yaml, yaml.docs()[0].root, false)
     }
 
     #[test]
@@ -500,7 +500,7 @@ mod tests {
         let parse = |text: &str| {
             let (yaml, error) = YamlFile::parse(text);
             assert!(error.is_none());
-            read_plugin(&yaml, yaml.docs[0].root)
+            read_plugin(&yaml, yaml.docs()[0].root)
         };
         let read = parse(
             "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\nPath: x.yaml\nextra: ignored\n",

@@ -37,12 +37,12 @@ pub fn flux_overlays(model: &Model, layer: &Layer) -> Result<Overlays, String> {
         return Ok(none);
     };
     let region = yaml
-        .docs
+        .docs()
         .get(obj.doc)
-        .map_or(&yaml.text[..], |d| &yaml.text[d.region.start..d.region.end]);
+        .map_or(yaml.text(), |d| &yaml.text()[d.region.start..d.region.end]);
     if let Some((line, _)) = first_tag(region) {
         let first = yaml
-            .docs
+            .docs()
             .get(obj.doc)
             .map_or(1, |d| yaml.line_of(d.region.start));
         return Err(format!(

@@ -167,7 +167,7 @@ impl<'a> Walk<'a> {
             }
         };
         let yaml = self.parsed(&path)?;
-        let root = match &*yaml.docs {
+        let root = match yaml.docs() {
             [doc] => doc.root,
             docs => {
                 return Err(format!(
@@ -371,7 +371,7 @@ impl<'a> Walk<'a> {
         yaml: &YamlFile,
     ) -> Result<String, String> {
         let mut out = Vec::new();
-        for doc in &yaml.docs {
+        for doc in yaml.docs() {
             if matches!(yaml.value(doc.root), Ok(Value::Null)) {
                 continue;
             }
@@ -396,7 +396,7 @@ fn is_yaml_name(path: &str) -> bool {
 /// fluxmend) as YAML with a document that is not a plain scalar.
 fn inline_objects(text: &str) -> bool {
     let (yaml, _) = YamlFile::parse(text);
-    yaml.docs.iter().any(|d| {
+    yaml.docs().iter().any(|d| {
         !matches!(
             yaml.value(d.root),
             Ok(Value::Str(..) | Value::Null) | Err(_)

@@ -232,7 +232,7 @@ fn parse_output(stdout: Vec<u8>) -> Result<Vec<Value>, String> {
     if let Some(e) = err {
         return Err(format!("its output does not parse: {e}"));
     }
-    yaml.docs
+    yaml.docs()
         .iter()
         .map(|d| yaml.value(d.root).map_err(|e| e.to_string()))
         .filter(|v| !matches!(v, Ok(Value::Null)))
