@@ -287,6 +287,16 @@ mod tests {
 
     use crate::load::write_test_file as write;
 
+    /// A repository of ConfigMaps at these paths, loaded (the directory lives as long as it).
+    fn load_config_maps(paths: &[&str]) -> (tempfile::TempDir, Repo) {
+        let tmp = tempfile::tempdir().unwrap();
+        for rel in paths {
+            write(tmp.path(), rel, "kind: ConfigMap\n");
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        (tmp, repo)
+    }
+
     /// `file_id` searches `files` by path: every file is found at its index, in a loaded
     /// repository and in one with changes (files removed, replaced, added first, in between, last
     /// and in new folders), whatever the order of `-`, `.` and `/` in the paths; `files` stays
@@ -294,18 +304,14 @@ mod tests {
     /// subfolders.
     #[test]
     fn every_file_is_found_by_its_path() {
-        let tmp = tempfile::tempdir().unwrap();
-        for rel in [
+        let (_tmp, repo) = load_config_maps(&[
             "a.yaml",
             "a-b.yaml",
             "a/b.yaml",
             "a/b/c.yaml",
             "a.b/x.yaml",
             "z.yml",
-        ] {
-            write(tmp.path(), rel, "kind: ConfigMap\n");
-        }
-        let repo = Repo::load(tmp.path()).unwrap();
+        ]);
         let found = |repo: &Repo| {
             for (id, file) in repo.files.iter().enumerate() {
                 assert_eq!(repo.file_id(&file.path), Some(id), "{}", file.path);
@@ -350,8 +356,7 @@ mod tests {
     /// loaded repository and in one a change adds folders to (the loaded one keeps its own).
     #[test]
     fn subdirs_are_each_folders_children_in_order() {
-        let tmp = tempfile::tempdir().unwrap();
-        for rel in [
+        let (_tmp, repo) = load_config_maps(&[
             "a/b/c/x.yaml",
             "a/b-c/x.yaml",
             "a/b.c/d/x.yaml",
@@ -359,10 +364,7 @@ mod tests {
             "a-b/x.yaml",
             "a0/x.yaml",
             "b/x.yaml",
-        ] {
-            write(tmp.path(), rel, "kind: ConfigMap\n");
-        }
-        let repo = Repo::load(tmp.path()).unwrap();
+        ]);
         let agrees = |repo: &Repo| {
             for dir in std::iter::once("").chain(repo.dirs.iter().map(String::as_str)) {
                 let children: Vec<&str> = repo
