@@ -31,12 +31,12 @@ pub(super) trait Contents: Sync {
     }
 }
 
-/// What reading one YAML-named file gave.
-/// Files parsed in one batch, whose texts and node records are kept together
+/// Files parsed in one batch, whose texts, node records and documents are kept together
 /// ([`YamlFile::share_storage`]): a few hundred kilobytes, sizes an allocator does not round up
 /// by a tenth as it does a file's own.
 const FILES_STORED_TOGETHER: usize = 256;
 
+/// What reading one YAML-named file gave.
 enum Loaded {
     Parsed(Arc<SourceFile>),
     /// Not Kubernetes YAML (a note): path, reason and where it stops being YAML, if known.

@@ -1,4 +1,5 @@
-//! A parsed file: its text, documents and node arena, and reading nodes from it.
+//! A parsed file: its text, documents and node arena (kept in a storage it may share with the
+//! files parsed beside it), and reading nodes from it.
 
 use std::sync::Arc;
 
@@ -180,16 +181,16 @@ impl YamlFile {
         let total = |at: fn(&YamlFile) -> (u32, u32)| -> usize {
             files.iter().map(|f| at(f).1 as usize).sum()
         };
-        let text = total(|f| f.text_at);
-        let words = total(|f| f.words_at);
-        if u32::try_from(text.max(words)).is_err() {
+        let (text, words) = (total(|f| f.text_at), total(|f| f.words_at));
+        let (docs, strings) = (total(|f| f.docs_at), total(|f| f.strings_at));
+        if u32::try_from(text.max(words).max(docs).max(strings)).is_err() {
             return;
         }
         let mut storage = Storage {
             text: String::with_capacity(text),
             words: Vec::with_capacity(words),
-            docs: Vec::with_capacity(total(|f| f.docs_at)),
-            strings: Vec::with_capacity(total(|f| f.strings_at)),
+            docs: Vec::with_capacity(docs),
+            strings: Vec::with_capacity(strings),
         };
         for file in files.iter_mut() {
             let at = |len: usize, part: (u32, u32)| (len as u32, part.1);
