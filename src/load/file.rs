@@ -21,6 +21,15 @@ pub struct SourceFile {
 // mimalloc's 96-byte size class, not the next (112).
 const _: () = assert!(2 * std::mem::size_of::<usize>() + std::mem::size_of::<SourceFile>() <= 96);
 
+/// `dir/`, or nothing for the root: what a path below `dir` starts with.
+pub fn dir_prefix(dir: &str) -> String {
+    if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    }
+}
+
 /// The directory part of a relative path (`""` for a top-level entry).
 pub fn parent_of(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])

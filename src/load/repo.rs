@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::diagnostics::Diagnostic;
 use crate::parse::YamlFile;
 
-use super::file::{FileId, SourceFile, parent_of};
+use super::file::{FileId, SourceFile, dir_prefix, parent_of};
 use super::objects::Objects;
 use super::read;
 use super::resourceset;
@@ -230,11 +230,7 @@ impl Repo {
     /// `.yaml`/`.yml` files directly in `dir` that were skipped (templates, binary, too big):
     /// Flux would still try to decode them.
     pub fn skipped_yaml_in<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
-        let prefix = if dir.is_empty() {
-            String::new()
-        } else {
-            format!("{dir}/")
-        };
+        let prefix = dir_prefix(dir);
         let skip = prefix.len();
         self.other_files
             .range(prefix.clone()..)
@@ -250,11 +246,7 @@ impl Repo {
     /// directories, each child's own subtree jumped over, not from an index of every folder's
     /// children (a fleet's 40,000 folders, kept again for every re-modelled variant).
     pub fn subdirs<'a>(&'a self, dir: &str) -> impl Iterator<Item = &'a str> + 'a {
-        let prefix = if dir.is_empty() {
-            String::new()
-        } else {
-            format!("{dir}/")
-        };
+        let prefix = dir_prefix(dir);
         let mut from = Bound::Included(prefix.clone());
         std::iter::from_fn(move || {
             loop {

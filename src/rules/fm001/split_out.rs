@@ -4,13 +4,13 @@
 use std::collections::BTreeSet;
 
 use crate::edit::{self, Changeset, TextEdit};
-use crate::load::{FileId, parent_of};
+use crate::load::{FileId, dir_prefix, parent_of};
 use crate::model::{Layer, LayerId, Model, Rendered, Renderer, Variant, display_dir};
 use crate::parse::NodeId;
 use crate::rules::Fix;
 use crate::rules::layer_split::{
     bringing_entry, built_elsewhere, first_free, free_name, generated_cover, not_carried_patches,
-    path_text, prefix, register, relative_below, remove_resource_entry,
+    path_text, register, relative_below, remove_resource_entry,
 };
 
 use super::document::new_layer_document;
@@ -135,7 +135,7 @@ fn isolate_instance(
     shared(&[list_file])?;
     let folder = format!(
         "{}{NEW_LAYER}",
-        prefix(parent_of(&model.repo.file(list_file).path))
+        dir_prefix(parent_of(&model.repo.file(list_file).path))
     );
     if model.repo.is_dir(&folder) || model.repo.is_file(&folder) {
         return Err(format!("{folder} already exists"));
@@ -152,7 +152,7 @@ fn beside_generated(model: &Model, dir: &str) -> Result<String, String> {
             "the layer's path is its source's root and has no kustomization file (Flux generates one): every folder of the source is applied by it".into(),
         );
     }
-    let folder = first_free(&format!("{}{NEW_LAYER}", prefix(parent_of(dir))), |d| {
+    let folder = first_free(&format!("{}{NEW_LAYER}", dir_prefix(parent_of(dir))), |d| {
         model.repo.is_dir(d) || model.repo.is_file(d)
     });
     if let Some(by) = generated_cover(model, &folder) {

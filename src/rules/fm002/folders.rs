@@ -6,15 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::edit::{self, Changeset, TextEdit};
-use crate::load::{FileId, SourceFile, parent_of};
+use crate::load::{FileId, SourceFile, dir_prefix, parent_of};
 use crate::model::{
     KUSTOMIZATION_FILE_NAMES, Model, Rendered, Variant, display_dir, join, relative_path,
 };
 use crate::parse::{NodeId, Value};
 use crate::rules::disposable::Analysis;
 use crate::rules::layer_split::{
-    bringing_entry, first_free, generated_cover, prefix, relative_below, remove_items,
-    resources_list,
+    bringing_entry, first_free, generated_cover, relative_below, remove_items, resources_list,
 };
 
 use super::carry::{Carried, carry};
@@ -81,7 +80,7 @@ impl Ctx<'_, '_, '_> {
         }
         let lister = model.repo.file(kfile);
         let listing_dir = parent_of(&lister.path);
-        let folder = self.free_folder(&format!("{}runners", prefix(listing_dir)))?;
+        let folder = self.free_folder(&format!("{}runners", dir_prefix(listing_dir)))?;
         let rel = relative_path(&folder, dir);
         let text = kustomization_text(
             lister.yaml.line_ending.as_str(),
@@ -195,7 +194,7 @@ impl Ctx<'_, '_, '_> {
         let inventory = &self.variant.inventory;
         let listing = chain.last().copied();
         let base = match listing {
-            Some(f) => format!("{}runners", prefix(parent_of(&model.repo.file(f).path))),
+            Some(f) => format!("{}runners", dir_prefix(parent_of(&model.repo.file(f).path))),
             None if self.variant.dir.is_empty() => {
                 return Err(
                     "the layer's path is the repository root and has no kustomization file; there is no folder outside it to move the workloads to".into(),

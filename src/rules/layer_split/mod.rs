@@ -24,7 +24,7 @@ pub(super) use entries::{
     resources_list,
 };
 pub(super) use places::{
-    built_elsewhere, first_free, free_name, generated_cover, path_text, prefix, relative_below,
+    built_elsewhere, first_free, free_name, generated_cover, path_text, relative_below,
 };
 pub(super) use protect::{needs_protection, protect_first, second_phase};
 pub(super) use register::register;

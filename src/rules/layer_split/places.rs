@@ -1,7 +1,7 @@
 //! Where a move may go: a free name and folder, the new layer's `spec.path`, whether a folder
 //! would be picked up by a generated kustomization, whether a file is built by another layer.
 
-use crate::load::FileId;
+use crate::load::{FileId, dir_prefix};
 use crate::model::{KUSTOMIZATION_FILE_NAMES, Layer, LayerId, LayerRef, Model, display_dir, join};
 
 /// The live layer whose generated kustomization would pick up a new folder `dir` (with its own
@@ -24,7 +24,7 @@ pub(in crate::rules) fn generated_cover(model: &Model, dir: &str) -> Option<Laye
             let parts: Vec<&str> = rel.split('/').collect();
             let mut reached = true;
             for part in &parts[..parts.len() - 1] {
-                walked = format!("{}{part}", prefix(&walked));
+                walked = format!("{}{part}", dir_prefix(&walked));
                 if has_kustomization(&walked) {
                     reached = false;
                     break;
@@ -85,15 +85,6 @@ pub(in crate::rules) fn relative_below(base: &str, dir: &str) -> Option<String> 
     dir.strip_prefix(base)?
         .strip_prefix('/')
         .map(str::to_string)
-}
-
-/// `dir/`, or nothing for the root.
-pub(in crate::rules) fn prefix(dir: &str) -> String {
-    if dir.is_empty() {
-        String::new()
-    } else {
-        format!("{dir}/")
-    }
 }
 
 /// `base`, or `base-2`, … when a layer of that name exists in the layer's namespace (or the

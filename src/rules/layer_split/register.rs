@@ -2,12 +2,11 @@
 //! a multi-document file, else a file each beside the old file, listed after it wherever it is.
 
 use crate::edit::{self, Changeset, FileOp, TextEdit};
-use crate::load::parent_of;
+use crate::load::{dir_prefix, parent_of};
 use crate::model::{Layer, Model};
 
 use super::document::modelines;
 use super::entries::resources_list;
-use super::places::prefix;
 
 /// Register new layers (name, document) beside the old one, in the same style: new documents
 /// right after the old layer's in a multi-document file; otherwise one new file each beside the
@@ -57,7 +56,7 @@ pub(in crate::rules) fn register(
         } else {
             format!("{name}.yaml")
         };
-        let new_path = format!("{}{new_base}", prefix(dir));
+        let new_path = format!("{}{new_base}", dir_prefix(dir));
         if model.repo.is_file(&new_path) || changes.files.contains_key(&new_path) {
             return Err(format!("{new_path} already exists"));
         }
