@@ -66,6 +66,30 @@ fn tool() -> Tool {
     Tool::find().expect("the kustomize gate tests need `kustomize` or `kubectl` on PATH")
 }
 
+/// Run `test` on the layout's repository, its model and FM001's finding of `apps` (with the
+/// rule's own fix): where every gate test starts.
+fn on_the_rules_fix(test: impl FnOnce(&Setup, &Model, &Finding)) {
+    let dir = layout();
+    let s = Setup::new(&dir);
+    let model = s.model();
+    let finding = Setup::finding(&model);
+    test(&s, &model, &finding);
+}
+
+/// A change replacing the bytes `range` of `path` with `text`.
+fn replacing(path: &str, range: std::ops::Range<usize>, text: impl Into<String>) -> Changeset {
+    let mut change = Changeset::default();
+    change.edit(
+        path,
+        TextEdit {
+            start: range.start,
+            end: range.end,
+            text: text.into(),
+        },
+    );
+    change
+}
+
 struct Setup {
     repo: Repo,
     options: ModelOptions,
@@ -116,20 +140,10 @@ impl Setup {
         }
     }
 
-    /// An edit removing the whole line that holds `needle` in `path`.
     /// A change appending `text` to the end of `path`.
     fn appending(&self, path: &str, text: &str) -> Changeset {
         let end = self.text(path).len();
-        let mut change = Changeset::default();
-        change.edit(
-            path,
-            TextEdit {
-                start: end,
-                end,
-                text: text.into(),
-            },
-        );
-        change
+        replacing(path, end..end, text)
     }
 
     fn remove_line(&self, path: &str, needle: &str) -> TextEdit {
@@ -176,111 +190,93 @@ fn expect_gate(result: Result<(), GateFailure>, gate: Gate, needles: &[&str]) {
 
 #[test]
 fn the_rules_own_fix_passes_every_gate() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let tool = tool();
-    s.verify(&model, &finding, Some(&tool)).unwrap();
-    let outcome =
-        gates::kustomize_gate(&s.repo, &model, &s.options, &finding, &tool).expect("kustomize");
-    // Before and after: the root layer (generated), `apps` and the new `flux-instance`.
-    assert!(outcome.builds >= 4, "too few builds: {outcome:?}");
-    assert!(
-        outcome.objects >= 8,
-        "too few objects compared: {outcome:?}"
-    );
-    assert!(outcome.not_verified.is_empty(), "{outcome:?}");
+    on_the_rules_fix(|s, model, finding| {
+        let tool = tool();
+        s.verify(model, finding, Some(&tool)).unwrap();
+        let outcome =
+            gates::kustomize_gate(&s.repo, model, &s.options, finding, &tool).expect("kustomize");
+        // Before and after: the root layer (generated), `apps` and the new `flux-instance`.
+        assert!(outcome.builds >= 4, "too few builds: {outcome:?}");
+        assert!(
+            outcome.objects >= 8,
+            "too few objects compared: {outcome:?}"
+        );
+        assert!(outcome.not_verified.is_empty(), "{outcome:?}");
+    });
 }
 
 /// YAML gate: `wait: true` → `false` through a range one byte off: the file still parses, but
 /// the value is `tfalse`.
 #[test]
 fn yaml_gate_catches_an_edit_through_a_bad_byte_range() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let path = "clusters/prod/apps.yaml";
-    let at = s.text(path).find("wait: true").unwrap() + "wait: ".len();
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start: at + 1,
-            end: at + 4,
-            text: "false".into(),
-        },
-    );
-    let f = planted(&finding, false, &bad);
-    expect_gate(
-        s.verify(&model, &f, None),
-        Gate::Yaml,
-        &[path, "document 1: spec.wait", "`true`"],
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let path = "clusters/prod/apps.yaml";
+        let at = s.text(path).find("wait: true").unwrap() + "wait: ".len();
+        let bad = replacing(path, at + 1..at + 4, "false");
+        let f = planted(finding, false, &bad);
+        expect_gate(
+            s.verify(model, &f, None),
+            Gate::Yaml,
+            &[path, "document 1: spec.wait", "`true`"],
+        );
+    });
 }
 
 /// YAML gate: an append that lands inside a block scalar (indented like its content) parses,
 /// but changes the scalar instead of adding a key.
 #[test]
 fn yaml_gate_catches_an_append_that_changes_a_block_scalar() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let path = "apps/shop/kustomization.yaml";
-    let bad = s.appending(path, "        labels: {}\n");
-    let f = planted(&finding, true, &bad);
-    expect_gate(
-        s.verify(&model, &f, None),
-        Gate::Yaml,
-        &[path, "document 1: patches[0].patch changed"],
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let path = "apps/shop/kustomization.yaml";
+        let bad = s.appending(path, "        labels: {}\n");
+        let f = planted(finding, true, &bad);
+        expect_gate(
+            s.verify(model, &f, None),
+            Gate::Yaml,
+            &[path, "document 1: patches[0].patch changed"],
+        );
+    });
 }
 
 /// Render gate (builtin): dropping the `namespace:` transformer moves the ConfigMap out of
 /// `shop`; the kustomize gate sees it too.
 #[test]
 fn render_gate_catches_a_dropped_namespace_transformer() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let mut bad = Changeset::default();
-    bad.edit(
-        "apps/shop/kustomization.yaml",
-        s.remove_line("apps/shop/kustomization.yaml", "namespace: shop"),
-    );
-    let f = planted(&finding, true, &bad);
-    // The YAML gate accepts it: removing a whole entry is what the edit says.
-    expect_gate(s.verify(&model, &f, None), Gate::Render, &["shop-settings"]);
-    s.expect_kustomize_refusal(
-        &model,
-        &f,
-        &["ConfigMap shop/shop-settings", "metadata.namespace"],
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let mut bad = Changeset::default();
+        bad.edit(
+            "apps/shop/kustomization.yaml",
+            s.remove_line("apps/shop/kustomization.yaml", "namespace: shop"),
+        );
+        let f = planted(finding, true, &bad);
+        // The YAML gate accepts it: removing a whole entry is what the edit says.
+        expect_gate(s.verify(model, &f, None), Gate::Render, &["shop-settings"]);
+        s.expect_kustomize_refusal(
+            model,
+            &f,
+            &["ConfigMap shop/shop-settings", "metadata.namespace"],
+        );
+    });
 }
 
 /// Render gate (builtin): the same object applied by two layers.
 #[test]
 fn render_gate_catches_an_object_duplicated_into_two_layers() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let mut bad = Changeset::default();
-    bad.create(
-        "infra/settings.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hello\n"
-            .into(),
-    );
-    let f = planted(&finding, true, &bad);
-    expect_gate(s.verify(&model, &f, None), Gate::Render, &["settings"]);
-    s.expect_kustomize_refusal(
-        &model,
-        &f,
-        &["ConfigMap demo/settings is rendered 1 more time"],
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let mut bad = Changeset::default();
+        bad.create(
+            "infra/settings.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  greeting: hello\n"
+                .into(),
+        );
+        let f = planted(finding, true, &bad);
+        expect_gate(s.verify(model, &f, None), Gate::Render, &["settings"]);
+        s.expect_kustomize_refusal(
+            model,
+            &f,
+            &["ConfigMap demo/settings is rendered 1 more time"],
+        );
+    });
 }
 
 /// Render gate (builtin): an object of a layer the fix leaves alone, changed in place (the same
@@ -288,39 +284,27 @@ fn render_gate_catches_an_object_duplicated_into_two_layers() {
 /// layers the gate leaves out of its counts must also leave their files alone.
 #[test]
 fn render_gate_catches_an_object_changed_in_place_in_a_layer_the_fix_leaves_alone() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let bad = s.appending("infra/namespace.yaml", "  labels:\n    team: platform\n");
-    let f = planted(&finding, true, &bad);
-    expect_gate(s.verify(&model, &f, None), Gate::Render, &["infra"]);
+    on_the_rules_fix(|s, model, finding| {
+        let bad = s.appending("infra/namespace.yaml", "  labels:\n    team: platform\n");
+        let f = planted(finding, true, &bad);
+        expect_gate(s.verify(model, &f, None), Gate::Render, &["infra"]);
+    });
 }
 
 /// Convergence: a change that is harmless but fixes nothing.
 #[test]
 fn convergence_catches_a_fix_that_fixes_nothing() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let path = "clusters/prod/apps.yaml";
-    let at = s.text(path).find("10m").unwrap();
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start: at,
-            end: at + 3,
-            text: "11m".into(),
-        },
-    );
-    let f = planted(&finding, false, &bad);
-    expect_gate(
-        s.verify(&model, &f, None),
-        Gate::Convergence,
-        &["FM001", "FluxInstance"],
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let path = "clusters/prod/apps.yaml";
+        let at = s.text(path).find("10m").unwrap();
+        let bad = replacing(path, at..at + 3, "11m");
+        let f = planted(finding, false, &bad);
+        expect_gate(
+            s.verify(model, &f, None),
+            Gate::Convergence,
+            &["FM001", "FluxInstance"],
+        );
+    });
 }
 
 /// Where a rule reports several findings at one place (FM004: two patches of one instance miss),
@@ -346,15 +330,7 @@ fn convergence_counts_the_findings_left_at_one_place() {
     let path = "flux/instance.yaml";
     let comment = "# The manifest has no namespace when the patch runs: never applied.";
     let at = s.text(path).find(comment).expect("the comment");
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start: at,
-            end: at + comment.len(),
-            text: "# never applied".into(),
-        },
-    );
+    let bad = replacing(path, at..at + comment.len(), "# never applied");
     expect_gate(
         s.verify(&model, &planted(fixable, false, &bad), None),
         Gate::Convergence,
@@ -366,55 +342,45 @@ fn convergence_counts_the_findings_left_at_one_place() {
 /// model does not apply patches, so only a real kustomize can notice.
 #[test]
 fn kustomize_gate_catches_a_dropped_patch_the_model_cannot_see() {
-    let dir = layout();
-    let s = Setup::new(&dir);
-    let model = s.model();
-    let finding = Setup::finding(&model);
-    let path = "apps/shop/kustomization.yaml";
-    let text = s.text(path);
-    let start = text.find("patches:").unwrap();
-    let mut bad = Changeset::default();
-    bad.edit(
-        path,
-        TextEdit {
-            start,
-            end: text.len(),
-            text: String::new(),
-        },
-    );
-    let f = planted(&finding, true, &bad);
-    // The YAML and builtin gates pass it...
-    s.verify(&model, &f, None)
-        .expect("builtin cannot see patches");
-    // ...the kustomize gate does not, and says which object changed and how.
-    expect_gate(
-        s.verify(&model, &f, Some(&tool())),
-        Gate::Kustomize,
-        &[
-            "ConfigMap shop/shop-settings",
-            "data.patched",
-            "\"yes\"",
-            "(absent)",
-        ],
-    );
-    // In `fix`, the fix is dropped and the finding kept, with the reason.
-    let plan = gates::plan_with(
-        &s.repo,
-        &model,
-        fluxmend::verify::Base::WorkTree,
-        &s.options,
-        vec![f],
-        VerifyMode::Auto,
-        Some(&tool()),
-    );
-    assert!(plan.files.is_empty());
-    let kept = &plan.findings[0];
-    assert!(kept.fix().is_none());
-    let reason = kept.remedy.reason().unwrap();
-    assert!(
-        reason.starts_with("fix dropped: kustomize gate") && reason.contains("data.patched"),
-        "{reason}"
-    );
+    on_the_rules_fix(|s, model, finding| {
+        let path = "apps/shop/kustomization.yaml";
+        let text = s.text(path);
+        let start = text.find("patches:").unwrap();
+        let bad = replacing(path, start..text.len(), "");
+        let f = planted(finding, true, &bad);
+        // The YAML and builtin gates pass it...
+        s.verify(model, &f, None)
+            .expect("builtin cannot see patches");
+        // ...the kustomize gate does not, and says which object changed and how.
+        expect_gate(
+            s.verify(model, &f, Some(&tool())),
+            Gate::Kustomize,
+            &[
+                "ConfigMap shop/shop-settings",
+                "data.patched",
+                "\"yes\"",
+                "(absent)",
+            ],
+        );
+        // In `fix`, the fix is dropped and the finding kept, with the reason.
+        let plan = gates::plan_with(
+            &s.repo,
+            model,
+            fluxmend::verify::Base::WorkTree,
+            &s.options,
+            vec![f],
+            VerifyMode::Auto,
+            Some(&tool()),
+        );
+        assert!(plan.files.is_empty());
+        let kept = &plan.findings[0];
+        assert!(kept.fix().is_none());
+        let reason = kept.remedy.reason().unwrap();
+        assert!(
+            reason.starts_with("fix dropped: kustomize gate") && reason.contains("data.patched"),
+            "{reason}"
+        );
+    });
 }
 
 fn fix_cli(dir: &TempRepo, args: &[&str], path_env: Option<&str>) -> common::Run {
