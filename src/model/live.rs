@@ -17,7 +17,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
-use crate::load::{FileId, Repo, parent_of};
+use crate::load::{FileId, Repo, dir_prefix, parent_of};
 
 /// Whether `path` is strictly below the directory `dir` (`""`: the repository root).
 fn is_below(path: &str, dir: &str) -> bool {
@@ -29,12 +29,9 @@ fn is_below(path: &str, dir: &str) -> bool {
 
 /// The directories of `sorted` strictly below `dir` (all of them below the root).
 fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a str> {
-    let (from, to) = if dir.is_empty() {
-        (String::new(), None)
-    } else {
-        // `0` is the character after `/`: the range holds exactly the paths under `dir/`.
-        (format!("{dir}/"), Some(format!("{dir}0")))
-    };
+    let from = dir_prefix(dir);
+    // `0` is the character after `/`: the range holds exactly the paths under `dir/`.
+    let to = (!dir.is_empty()).then(|| format!("{dir}0"));
     // A pair of bounds, not `from..`: a set of `&str` ranges over `str` only through them.
     sorted
         .range::<str, _>((Bound::Included(from.as_str()), Bound::Unbounded))
