@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::hash_map::Entry;
 
-use crate::model::{ApplyContext, Model};
+use super::render::Alike;
+use crate::model::{ApplyContext, Model, ObjectKey};
 use crate::parse::Value;
 use crate::rules::{Gate, GateFailure};
 
@@ -57,6 +58,17 @@ fn show(v: &Value) -> String {
 /// namespace, name).
 type Place<'m> = (usize, &'m str, Option<&'m str>, &'m str);
 
+/// An object's [`Place`] in a layer of `cluster`; `None` when its kind, namespace or name holds
+/// a `/`. Without one, the text `kind/namespace/name` (or `kind/name`) names exactly one
+/// (kind, namespace, name), so these keys group the objects as [`contexts`] does.
+fn place(cluster: usize, key: &ObjectKey) -> Option<Place<'_>> {
+    let namespace = key.namespace.as_deref();
+    let slashed = key.kind.contains('/')
+        || key.name.contains('/')
+        || namespace.is_some_and(|n| n.contains('/'));
+    (!slashed).then_some((cluster, &*key.kind, namespace, &*key.name))
+}
+
 /// The contexts an object is applied in, as indexes into the contexts both sides share.
 #[derive(Default)]
 struct Seen {
@@ -81,31 +93,25 @@ impl Seen {
     }
 }
 
-/// Per object, the contexts it is applied in on each side, told apart by equality (as the
-/// maps of [`contexts`] tell them apart); `None` when an object's kind, namespace or name holds
-/// a `/`. Without one, the text `kind/namespace/name` (or `kind/name`) names exactly one
-/// (kind, namespace, name), so these keys group the objects as [`contexts`] does.
+/// Per object of `only`, the contexts it is applied in on one side, told apart by equality (as
+/// the maps of [`contexts`] tell them apart).
 fn places<'m>(
     model: &'m Model,
+    only: &HashSet<Place<'_>>,
     shared: &mut HashMap<&'m Context, u32>,
-) -> Option<HashMap<Place<'m>, Seen>> {
+) -> HashMap<Place<'m>, Seen> {
     let mut out: HashMap<Place<'m>, Seen> = HashMap::default();
     for (_, layer) in model.live_layers() {
         let next = shared.len() as u32;
         let id = *shared.entry(&layer.spec.apply_context).or_insert(next);
         for (_, r) in layer.inventory() {
-            let k = &r.key;
-            let namespace = k.namespace.as_deref();
-            if k.kind.contains('/')
-                || k.name.contains('/')
-                || namespace.is_some_and(|n| n.contains('/'))
-            {
-                return None;
-            }
-            match out.entry((layer.cluster, &*k.kind, namespace, &*k.name)) {
+            let Some(place) = place(layer.cluster, &r.key).filter(|p| only.contains(p)) else {
+                continue;
+            };
+            match out.entry(place) {
                 Entry::Occupied(mut seen) => seen.get_mut().add(id),
-                Entry::Vacant(place) => {
-                    place.insert(Seen {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(Seen {
                         first: id,
                         more: Vec::new(),
                     });
@@ -113,24 +119,41 @@ fn places<'m>(
             }
         }
     }
-    Some(out)
+    out
 }
 
 /// Whether every object applied both before and after is applied in the same contexts: what
-/// [`check`] asks, without writing the keys and the layers it names on failure.
-fn same_contexts(before: &Model, after: &Model) -> bool {
+/// [`check`] asks, without writing the keys and the layers it names on failure. Only the objects
+/// of a layer that is not `alike` can be applied otherwise: every layer applying any other object
+/// applies it on both sides, in the same context. `false` when an object's kind, namespace or
+/// name holds a `/` ([`place`]).
+fn same_contexts<'m>(before: &'m Model, after: &'m Model, alike: &Alike) -> bool {
+    let mut differing: HashSet<Place<'m>> = HashSet::default();
+    for model in [before, after] {
+        for (_, layer) in model.live_layers() {
+            let is_alike = alike.contains(&(layer.cluster, &layer.id));
+            for (_, r) in layer.inventory() {
+                let Some(place) = place(layer.cluster, &r.key) else {
+                    return false;
+                };
+                if !is_alike {
+                    differing.insert(place);
+                }
+            }
+        }
+    }
     let mut shared = HashMap::default();
-    let (Some(was), Some(now)) = (places(before, &mut shared), places(after, &mut shared)) else {
-        return false;
-    };
+    let was = places(before, &differing, &mut shared);
+    let now = places(after, &differing, &mut shared);
     was.iter()
         .all(|(place, seen)| now.get(place).is_none_or(|other| seen.same(other)))
 }
 
 /// `Err` names the first object (present before and after) applied in another context after the
 /// change: the setting, its value before and after, and the layers.
-pub fn check(before: &Model, after: &Model) -> Result<(), GateFailure> {
-    if same_contexts(before, after) {
+/// `alike`: the layers that apply alike on both sides ([`super::render::alike_layers`]).
+pub fn check(before: &Model, after: &Model, alike: &Alike) -> Result<(), GateFailure> {
+    if same_contexts(before, after, alike) {
         return Ok(());
     }
     let after_contexts = contexts(after);

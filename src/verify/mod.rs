@@ -35,8 +35,8 @@ mod moves;
 mod render;
 pub mod yaml;
 
-use render::render_gate;
 pub use render::{Allowed, without_protection};
+use render::{alike_layers, render_gate};
 
 /// The verified result of `fix`: the findings (fixes kept or dropped) and the combined change.
 #[derive(Debug)]
@@ -222,13 +222,14 @@ fn check(
     let allowed = Allowed::of(fixes());
     let rerun = Remodelled::rules_of(findings.iter().copied());
     let known_found = known.filter(|k| k.rules == rerun).map(|k| &k.found[..]);
+    let alike = alike_layers(model, after, &changed);
     // The gates only read the models (before, after, deployed): they run at once, and their verdicts are
     // taken in the order below, so the first gate that refuses is the one named.
     let ((rendered, context), (again_run, transition)) = rayon::join(
         || {
             rayon::join(
-                || render_gate(model, after, &touched, &changed, &allowed),
-                || context::check(model, after),
+                || render_gate(model, after, &touched, &changed, &allowed, &alike),
+                || context::check(model, after, &alike),
             )
         },
         || {

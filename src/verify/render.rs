@@ -131,12 +131,13 @@ pub(super) fn render_gate(
     touched: &HashSet<(usize, String)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
+    alike: &Alike,
 ) -> Result<(), GateFailure> {
     let skipped: HashSet<(usize, &str)> = touched
         .iter()
         .map(|(cluster, name)| (*cluster, name.as_str()))
         .collect();
-    if same_rendered(model, after, &skipped, changed, allowed) {
+    if same_rendered(model, after, &skipped, changed, allowed, alike) {
         return Ok(());
     }
     let before_set = rendered_multiset(model, &skipped, changed, allowed, false);
@@ -169,8 +170,8 @@ fn same_rendered(
     skip_layer_objects: &HashSet<(usize, &str)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
+    alike: &Alike,
 ) -> bool {
-    let alike = alike_layers(model, after, changed);
     let mut counts: HashMap<(usize, &ObjectKey, Content<&str>), i64> = HashMap::default();
     for (m, is_after, step) in [(model, false, 1), (after, true, -1)] {
         each_rendered(
@@ -179,7 +180,7 @@ fn same_rendered(
             changed,
             allowed,
             is_after,
-            &alike,
+            alike,
             |cluster, key, content| {
                 *counts.entry((cluster, key, content)).or_insert(0) += step;
             },
@@ -188,17 +189,21 @@ fn same_rendered(
     counts.values().all(|&n| n == 0)
 }
 
-/// The layers (cluster, identity) that render alike before and after: one live layer so named
-/// on each side, applying the same objects in the same order, each from the same document of
-/// a file the change leaves alone. Each adds the same objects with the same content to both
-/// sides of [`same_rendered`]'s counts, so it is left out of them: a fix changes a few layers
-/// of a fleet, and counting every object of every other layer in a table of a million entries
-/// was most of the gate's cost.
-fn alike_layers<'m>(
+/// Layers (cluster, identity) of the model before a change, each alike after it.
+pub(super) type Alike<'m> = HashSet<(usize, &'m LayerRef)>;
+
+/// The layers (cluster, identity) that render and apply alike before and after: one live layer
+/// so named on each side, applying the same objects in the same order, each from the same
+/// document of a file the change leaves alone, in the same apply context. Each adds the same
+/// objects with the same content to both sides of [`same_rendered`]'s counts, and the same
+/// context to each of its objects in the apply-context gate, so both gates leave it out: a fix
+/// changes a few layers of a fleet, and counting every object of every other layer in a table of
+/// a million entries was most of the render gate's cost (and the apply-context gate's memory).
+pub(super) fn alike_layers<'m>(
     model: &'m Model,
     after: &Model,
     changed: &HashSet<&str>,
-) -> HashSet<(usize, &'m LayerRef)> {
+) -> Alike<'m> {
     // Each (cluster, identity) with its layer, when exactly one live layer has it.
     fn unique<'a>(m: &'a Model) -> HashMap<(usize, &'a LayerRef), Option<LayerId>> {
         let mut by: HashMap<(usize, &LayerRef), Option<LayerId>> = HashMap::default();
@@ -233,12 +238,15 @@ fn place<'m>(model: &'m Model, object: ObjectIdx) -> (&'m str, usize) {
 }
 
 /// Whether two layers apply the same objects (same keys) in the same order, each from the
-/// same document of the same file, none of them changed.
+/// same document of the same file, none of them changed, in the same apply context.
 fn renders_alike(
     (model, layer): (&Model, &Layer),
     (after, after_layer): (&Model, &Layer),
     changed: &HashSet<&str>,
 ) -> bool {
+    if layer.spec.apply_context != after_layer.spec.apply_context {
+        return false;
+    }
     let (mut before_items, mut after_items) = (layer.inventory(), after_layer.inventory());
     loop {
         match (before_items.next(), after_items.next()) {

@@ -745,6 +745,22 @@ fn apply_context_gate_catches_a_changed_suspension() {
     });
 }
 
+/// The apply-context gate sees a layer whose objects stay the same while its spec changes
+/// (`force: true` added to `infra`, which the move leaves alone): the layers both gates skip as
+/// alike must apply in the same context too.
+#[test]
+fn apply_context_gate_catches_a_changed_layer_that_renders_alike() {
+    on_the_rules_fix(|s, model, finding| {
+        let bad = s.appending("clusters/prod/infra.yaml", "  force: true\n");
+        let f = planted(finding, true, &bad);
+        expect_gate(
+            gates::builtin_gate(&s.repo, model, &s.options, &f),
+            Gate::ApplyContext,
+            &["force", "Namespace/", "by flux-system/infra"],
+        );
+    });
+}
+
 #[test]
 fn apply_context_gate_catches_dropped_health_check_exprs() {
     let exprs = "  healthCheckExprs:\n    - apiVersion: v1\n      kind: ConfigMap\n      current: \"true\"\n";
