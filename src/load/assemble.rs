@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::YamlFile;
@@ -58,7 +57,7 @@ impl Repo {
             files: Vec::new(),
             dirs: Arc::default(),
             diagnostics: Vec::new(),
-            dir_files: HashMap::default(),
+            folder_files: Default::default(),
             other_files: BTreeSet::new(),
             generated: BTreeMap::new(),
             origin,

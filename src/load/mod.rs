@@ -5,13 +5,14 @@
 //! as its work tree holds it, walked), `revision` (a repository at a git revision), `git_tree`
 //! (a revision's tree listed as its checkout would hold it), `assemble` (the repository a
 //! listing describes: its files read, judged and parsed), `repo` (the loaded repository and its
-//! indexes), `resourceset` (the objects ResourceSets generate), `objects` (a revision's blobs),
+//! indexes), `folder_files` (each folder's files, indexed), `resourceset` (the objects ResourceSets generate), `objects` (a revision's blobs),
 //! `listing` (what a walk found), `ignores` (Flux's default ignores and the configuration's
 //! `exclude`), `ignore_files` (the repository's own ignore files), `file` (a parsed file and its
 //! index), `read` (the safe reader).
 
 mod assemble;
 mod file;
+mod folder_files;
 mod git_tree;
 mod ignore_files;
 mod ignores;

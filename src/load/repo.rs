@@ -8,12 +8,11 @@ use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
-
 use crate::diagnostics::Diagnostic;
 use crate::parse::YamlFile;
 
 use super::file::{FileId, SourceFile, dir_prefix, parent_of};
+use super::folder_files::FolderFiles;
 use super::objects::Objects;
 use super::read;
 use super::resourceset;
@@ -37,7 +36,7 @@ pub struct Repo {
     pub dirs: Arc<BTreeSet<String>>,
     pub diagnostics: Vec<Diagnostic>,
     /// YAML files directly in each directory, sorted by path.
-    pub(super) dir_files: HashMap<String, Vec<FileId>>,
+    pub(super) folder_files: FolderFiles,
     /// Every non-YAML or skipped file path, so that `resources` entries naming them resolve.
     pub(super) other_files: BTreeSet<String>,
     /// The files fluxmend generated (the objects a ResourceSet generates,
@@ -68,7 +67,7 @@ impl Repo {
             files: Vec::new(),
             dirs: self.dirs.clone(),
             diagnostics: Vec::new(),
-            dir_files: HashMap::default(),
+            folder_files: FolderFiles::default(),
             other_files: self.other_files.clone(),
             generated: BTreeMap::new(),
             origin: self.origin.clone(),
@@ -133,37 +132,7 @@ impl Repo {
     /// Rebuild the per-directory file index after `files` changed order (generated files,
     /// which belong to no directory, left out).
     fn reindex_files(&mut self) {
-        /// Add one run of a folder's files to the index.
-        fn index(dir_files: &mut HashMap<String, Vec<FileId>>, (dir, ids): (&str, Vec<FileId>)) {
-            match dir_files.get_mut(dir) {
-                Some(known) => known.extend(ids),
-                None => {
-                    dir_files.insert(dir.to_string(), ids);
-                }
-            }
-        }
-        self.dir_files.clear();
-        // In path order a folder's files come one after another, interrupted only by its
-        // subfolders': each run of them is indexed at once, and a folder's name allocated once
-        // (a fleet has 140,000 files).
-        let mut run: Option<(&str, Vec<FileId>)> = None;
-        for (id, f) in self.files.iter().enumerate() {
-            if self.generated.contains_key(&f.path) {
-                continue;
-            }
-            let dir = parent_of(&f.path);
-            match &mut run {
-                Some((current, ids)) if *current == dir => ids.push(id),
-                _ => {
-                    if let Some(done) = run.replace((dir, vec![id])) {
-                        index(&mut self.dir_files, done);
-                    }
-                }
-            }
-        }
-        if let Some(done) = run {
-            index(&mut self.dir_files, done);
-        }
+        self.folder_files = FolderFiles::of(&self.files, |f| self.generated.contains_key(&f.path));
     }
 
     /// How many files of the repository were parsed (generated files not counted).
@@ -193,10 +162,8 @@ impl Repo {
         // Generated files belong to no folder.
         if self.generated.is_empty() {
             return self
-                .dir_files
-                .get(parent_of(path))?
-                .iter()
-                .copied()
+                .folder_files
+                .of_folder(&self.files, parent_of(path))
                 .find(|&id| self.files[id].path == path);
         }
         self.files
@@ -218,8 +185,8 @@ impl Repo {
     }
 
     /// YAML files directly in `dir`, sorted by path.
-    pub fn files_in(&self, dir: &str) -> &[FileId] {
-        self.dir_files.get(dir).map_or(&[], Vec::as_slice)
+    pub fn files_in(&self, dir: &str) -> impl ExactSizeIterator<Item = FileId> + '_ {
+        self.folder_files.of_folder(&self.files, dir)
     }
 
     /// Every file Flux would ship that fluxmend does not parse (non-YAML, skipped), sorted.
@@ -314,7 +281,7 @@ mod tests {
                 let listed: Vec<FileId> = (0..repo.files.len())
                     .filter(|&id| parent_of(&repo.files[id].path) == dir)
                     .collect();
-                assert_eq!(repo.files_in(dir), listed, "{dir:?}");
+                assert_eq!(repo.files_in(dir).collect::<Vec<_>>(), listed, "{dir:?}");
             }
             repo.files.len()
         };

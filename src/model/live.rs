@@ -124,7 +124,7 @@ impl LiveFiles {
                     self.files.insert(*id);
                 }
                 RefTarget::OtherFile(path) => {
-                    self.elsewhere.insert(path.clone());
+                    self.elsewhere.insert(path.to_string());
                 }
                 RefTarget::Dir(sub) => self.reach_dir(model, sub, seen),
                 _ => {}

@@ -73,7 +73,7 @@ pub struct Model<'r> {
     file_objects: Vec<u32>,
     /// kustomize directories by directory path. Boxed: most of a fleet's directories have
     /// none, and the table's empty slots then cost a pointer each, not a whole record.
-    pub kustomize_dirs: HashMap<String, Box<KustomizeDir>>,
+    pub kustomize_dirs: HashMap<Name, Box<KustomizeDir>>,
     pub layers: Vec<Layer>,
     /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
     dependents_of: Vec<Vec<LayerId>>,
@@ -128,11 +128,11 @@ impl<'r> Model<'r> {
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
         model.patch_only_files = kustomize::patch_only_files(&model);
         // Generated ConfigMaps and Secrets are objects too, defined by their generator entry.
-        let mut dirs: Vec<&String> = model.kustomize_dirs.keys().collect();
+        let mut dirs: Vec<&Name> = model.kustomize_dirs.keys().collect();
         dirs.sort();
         // Each directory's generators on their own (a fleet has tens of thousands), taken in
         // path order with their diagnostics.
-        let generated: Vec<(String, Vec<generators::Generated>, Vec<Diagnostic>)> = dirs
+        let generated: Vec<(Name, Vec<generators::Generated>, Vec<Diagnostic>)> = dirs
             .into_par_iter()
             .map(|dir| {
                 let k = &model.kustomize_dirs[dir];
@@ -147,7 +147,7 @@ impl<'r> Model<'r> {
             for g in objects {
                 let idx = model.objects.len();
                 model.objects.push(g.object);
-                if let Some(k) = model.kustomize_dirs.get_mut(&dir) {
+                if let Some(k) = model.kustomize_dirs.get_mut(dir.as_str()) {
                     k.generated.push((idx, g.hash_suffix));
                 }
             }

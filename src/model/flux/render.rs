@@ -62,7 +62,7 @@ pub(super) fn unmodelled_below(model: &Model, dir: &str) -> Vec<String> {
         if !seen.insert(dir.clone()) {
             continue;
         }
-        let Some(k) = model.kustomize_dirs.get(&dir) else {
+        let Some(k) = model.kustomize_dirs.get(dir.as_str()) else {
             continue;
         };
         let source = model.repo.file(k.file);
@@ -74,7 +74,7 @@ pub(super) fn unmodelled_below(model: &Model, dir: &str) -> Vec<String> {
         out.extend(k.transformers().unknown.iter().cloned());
         for r in k.resources.iter().chain(&k.components) {
             if let RefTarget::Dir(d) = &r.target {
-                stack.push(d.clone());
+                stack.push(d.to_string());
             }
         }
     }
@@ -91,7 +91,7 @@ impl Model<'_> {
         let mut out = Vec::new();
         for (text, item) in &layer.spec.components {
             let target = match join(dir, text) {
-                Some(p) if self.repo.is_dir(&p) => RefTarget::Dir(p),
+                Some(p) if self.repo.is_dir(&p) => RefTarget::Dir(p.into()),
                 Some(_) if ignore_missing => continue,
                 Some(p) if self.repo.is_file(&p) => {
                     return Err(format!("component `{text}` is not a directory"));
@@ -152,7 +152,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
             display_dir(dir)
         ));
     }
-    for &file in model.repo.files_in(dir) {
+    for file in model.repo.files_in(dir) {
         let source = model.repo.file(file);
         if let Some(e) = &source.error {
             return Err(format!(

@@ -18,12 +18,12 @@ pub enum RefTarget {
     /// re-models the repository.
     File(FileId),
     /// Another file Flux ships (not YAML, or skipped): what it holds is not modelled.
-    OtherFile(String),
-    Dir(String),
+    OtherFile(Name),
+    Dir(Name),
     /// A URL or remote base: reported, never fetched.
-    Remote(String),
+    Remote(Name),
     /// Points at nothing that exists.
-    Missing(String),
+    Missing(Name),
     /// `..` or an absolute path leaving the repository root.
     OutsideRoot,
 }
@@ -48,17 +48,18 @@ impl ResourceRef {
 /// A directory with a kustomization file.
 #[derive(Clone, Debug)]
 pub struct KustomizeDir {
-    pub dir: String,
+    /// Its folder, shared with the model's map of directories (the key).
+    pub dir: Name,
     pub file: FileId,
     /// Root node of the kustomization document.
     pub root: NodeId,
     /// `kind: Component`.
     pub component: bool,
-    pub resources: Vec<ResourceRef>,
-    pub components: Vec<ResourceRef>,
-    pub namespace: Option<String>,
-    pub name_prefix: String,
-    pub name_suffix: String,
+    pub resources: Box<[ResourceRef]>,
+    pub components: Box<[ResourceRef]>,
+    pub namespace: Option<Name>,
+    pub name_prefix: Name,
+    pub name_suffix: Name,
     /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
     pub generated: Vec<(ObjectIdx, Option<Name>)>,
     /// What its `transformers:` and `replacements:` do to identities, when anything (read it

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use rayon::prelude::*;
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::model::{Model, join};
+use crate::model::{Model, Name, join};
 
 use super::builtin::KUSTOMIZATION_FILE_NAMES;
 use super::dir::{KustomizeDir, RefTarget, ResourceRef};
@@ -15,7 +15,7 @@ use super::transformers;
 pub(in crate::model) fn parse_dirs(
     model: &Model,
     diagnostics: &mut Vec<Diagnostic>,
-) -> HashMap<String, Box<KustomizeDir>> {
+) -> HashMap<Name, Box<KustomizeDir>> {
     // Directories are independent: read their kustomization files in parallel, keep the order.
     let parsed: Vec<(Option<Box<KustomizeDir>>, Vec<Diagnostic>)> = model
         .repo
@@ -135,18 +135,20 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
     let mut resources = refs("resources", diagnostics);
     resources.extend(refs("bases", diagnostics));
     // Kept as long as the model: without the room the list grew into.
-    resources.shrink_to_fit();
-    let components = refs("components", diagnostics);
+    let resources = resources.into_boxed_slice();
+    let components = refs("components", diagnostics).into_boxed_slice();
     Some(KustomizeDir {
-        dir: dir.to_string(),
+        dir: dir.into(),
         file,
         root,
         component,
         resources,
         components,
-        namespace: scalar("namespace").filter(|n| !n.is_empty()),
-        name_prefix: scalar("namePrefix").unwrap_or_default(),
-        name_suffix: scalar("nameSuffix").unwrap_or_default(),
+        namespace: scalar("namespace")
+            .filter(|n| !n.is_empty())
+            .map(Name::from),
+        name_prefix: scalar("namePrefix").map(Name::from).unwrap_or_default(),
+        name_suffix: scalar("nameSuffix").map(Name::from).unwrap_or_default(),
         generated: Vec::new(),
         transformers: Some(transformers::read(repo, dir, &source.path, yaml, root))
             .filter(|t| !t.is_empty())
@@ -162,18 +164,18 @@ fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
         || text.starts_with("gitlab.com/")
         || text.starts_with("bitbucket.org/");
     if is_remote {
-        return RefTarget::Remote(text.to_string());
+        return RefTarget::Remote(text.into());
     }
     let Some(path) = join(dir, text) else {
         return RefTarget::OutsideRoot;
     };
     if model.repo.is_dir(&path) {
-        RefTarget::Dir(path)
+        RefTarget::Dir(path.into())
     } else if let Some(id) = model.repo.file_id(&path) {
         RefTarget::File(id)
     } else if model.repo.is_file(&path) {
-        RefTarget::OtherFile(path)
+        RefTarget::OtherFile(path.into())
     } else {
-        RefTarget::Missing(path)
+        RefTarget::Missing(path.into())
     }
 }

@@ -167,7 +167,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             patches.iter().partition(|p| p.field == "patchesJson6902");
         apply_renames(self.model, &early, &mut out);
         let transform = Transform {
-            namespace: k.namespace.as_deref().map(Name::from),
+            namespace: k.namespace.clone(),
             prefix: &k.name_prefix,
             suffix: &k.name_suffix,
         };
@@ -198,11 +198,11 @@ impl<'m, 'r> Renderer<'m, 'r> {
             let text = parent.map_or("", |f| c.text(&self.model.repo.file(f).yaml));
             return Err(format!("component `{text}` is not a directory"));
         };
-        let Some(comp) = self.model.kustomize_dirs.get(cdir) else {
+        let Some(comp) = self.model.kustomize_dirs.get(cdir.as_str()) else {
             return Err(format!("component {cdir} has no kustomization file"));
         };
         let transform = Transform {
-            namespace: comp.namespace.as_deref().map(Name::from),
+            namespace: comp.namespace.clone(),
             prefix: &comp.name_prefix,
             suffix: &comp.name_suffix,
         };

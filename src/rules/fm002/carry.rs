@@ -207,7 +207,7 @@ impl<'m> Read<'m> {
         let (level, f) = (lv.index, lv.file);
         for c in &lv.kustomization.components {
             let comp = match &c.target {
-                RefTarget::Dir(d) => model.kustomize_dirs.get(d).map(|k| (d, k)),
+                RefTarget::Dir(d) => model.kustomize_dirs.get(d.as_str()).map(|k| (d, k)),
                 _ => None,
             };
             match comp {
@@ -216,7 +216,7 @@ impl<'m> Read<'m> {
                     if component_touches(model, comp.file, moved)? {
                         self.ops
                             .push((level, Stage::Component, at(f, c.item), "a component"));
-                        self.components.push((level, d.clone()));
+                        self.components.push((level, d.to_string()));
                     }
                 }
                 _ => {

@@ -375,8 +375,7 @@ impl Ctx<'_, '_, '_> {
         let only_these = model
             .repo
             .files_in(dir)
-            .iter()
-            .all(|f| files.iter().any(|(m, _)| m == f));
+            .all(|f| files.iter().any(|(m, _)| *m == f));
         (whole && only_these && model.repo.skipped_yaml_in(dir).next().is_none())
             .then(|| dir.to_string())
     }

@@ -32,7 +32,7 @@ pub(super) fn flux_overlays(model: &Model, layer: &Layer) -> Result<FluxOverlays
         let dir = layer.variants.first().map_or("", |v| v.dir.as_str());
         for &item in yaml.items(list) {
             let text = yaml.scalar(item).unwrap_or_default();
-            let comp = join(dir, text).and_then(|d| model.kustomize_dirs.get(&d));
+            let comp = join(dir, text).and_then(|d| model.kustomize_dirs.get(d.as_str()));
             match comp {
                 Some(c) if only_resources(model, c.file) => {}
                 _ => {

@@ -221,8 +221,7 @@ impl<'a> Walk<'a> {
             let files: Vec<String> = self
                 .repo
                 .files_in(&d)
-                .iter()
-                .map(|&id| self.repo.file(id).path.clone())
+                .map(|id| self.repo.file(id).path.clone())
                 .collect();
             for path in files {
                 self.parsed(&path)?;
