@@ -13,6 +13,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::YamlFile;
 
 use super::file::{SourceFile, parent_of};
+use super::folder_files::FolderFiles;
 use super::listing::{EntryKind, Listing, WalkedEntry};
 use super::repo::{Origin, Repo};
 
@@ -57,7 +58,7 @@ impl Repo {
             files: Vec::new(),
             dirs: Arc::default(),
             diagnostics: Vec::new(),
-            folder_files: Default::default(),
+            folder_files: FolderFiles::default(),
             other_files: BTreeSet::new(),
             generated: BTreeMap::new(),
             origin,
