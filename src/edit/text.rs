@@ -77,9 +77,9 @@ pub fn double_quoted(value: &str) -> String {
 /// to what follows; removing it keeps the rest of the file a valid stream.
 pub fn document_region(file: &YamlFile, doc: usize) -> (usize, usize) {
     let d = &file.docs()[doc];
-    let start = d.region.start;
+    let start = d.region().start;
     let end = if doc + 1 < file.docs().len() {
-        file.docs()[doc + 1].region.start
+        file.docs()[doc + 1].region().start
     } else {
         file.text().len()
     };

@@ -109,7 +109,7 @@ impl YamlFile {
                     "mapping key `{name}` already defined at line {first_line} (duplicate keys are an error for Flux and kustomize)"
                 ),
             });
-            docs.retain(|d| d.region.end <= at);
+            docs.retain(|d| d.region().end <= at);
         }
         if error.is_none()
             && let Some(key) = file.first_collection_key()
@@ -123,10 +123,10 @@ impl YamlFile {
                 column,
                 message: "a mapping or sequence used as a mapping key (Flux and kustomize accept only scalar keys)".into(),
             });
-            docs.retain(|d| d.region.end <= at);
+            docs.retain(|d| d.region().end <= at);
         }
         if let (None, Some(last)) = (&error, docs.last_mut()) {
-            last.region.end = file.text().len();
+            last.end_region_at(file.text().len());
         }
         file.set_docs(docs);
         (file, error)
@@ -595,7 +595,7 @@ impl Builder<'_> {
                 if explicit {
                     // The region of the previous document ends where this `---` line starts.
                     if let Some(prev) = self.docs.last_mut() {
-                        prev.region.end = at;
+                        prev.end_region_at(at);
                     }
                     self.region_start = at;
                     self.cursor = at + 3;
@@ -606,11 +606,11 @@ impl Builder<'_> {
             Event::DocumentEnd => {
                 let at = self.offset(&mark);
                 if let Some(root) = self.root.take() {
-                    self.docs.push(Document {
+                    self.docs.push(Document::new(
                         root,
-                        region: Span::new(self.region_start, at.max(self.span(root).end)),
-                        start_marker: self.doc_start.take(),
-                    });
+                        Span::new(self.region_start, at.max(self.span(root).end)),
+                        self.doc_start.take(),
+                    ));
                 }
                 // An explicit `...` ends the region after its line.
                 if self.text[at..].starts_with("...") {
@@ -618,11 +618,11 @@ impl Builder<'_> {
                         .find('\n')
                         .map_or(self.text.len(), |i| at + i + 1);
                     if let Some(doc) = self.docs.last_mut() {
-                        doc.region.end = line_end;
+                        doc.end_region_at(line_end);
                     }
                     self.region_start = line_end;
                 } else {
-                    self.region_start = self.docs.last().map_or(0, |d| d.region.end);
+                    self.region_start = self.docs.last().map_or(0, |d| d.region().end);
                 }
             }
             Event::Scalar(value, style, anchor, tag) => {

@@ -11,15 +11,44 @@ use super::node::{
     SEQUENCE, ScalarStyle, Span,
 };
 
-/// One document of a (possibly multi-document) file.
+/// One document of a (possibly multi-document) file. Its offsets are 32-bit, as every offset
+/// into a file's storage is: a fleet keeps a record per document (issue 26).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
     pub root: NodeId,
+    /// The region ([`Document::region`]).
+    region: (u32, u32),
+    /// Byte of the explicit `---` marker, [`NO_MARKER`] when the document has none.
+    marker: u32,
+}
+
+/// What [`Document::marker`] holds for a document without a `---`.
+const NO_MARKER: u32 = u32::MAX;
+
+impl Document {
+    pub(super) fn new(root: NodeId, region: Span, start_marker: Option<usize>) -> Document {
+        Document {
+            root,
+            region: (region.start as u32, region.end as u32),
+            marker: start_marker.map_or(NO_MARKER, |at| at as u32),
+        }
+    }
+
     /// The document's region: from the start of its `---` line (or the end of the previous
     /// region, or the file start) to the start of the next document's region. Regions tile the file.
-    pub region: Span,
+    pub fn region(&self) -> Span {
+        Span::new(self.region.0 as usize, self.region.1 as usize)
+    }
+
+    /// Where the region ends, set once the next document (or the file's end) is known.
+    pub(super) fn end_region_at(&mut self, end: usize) {
+        self.region.1 = end as u32;
+    }
+
     /// Byte of the explicit `---` marker, if the document has one.
-    pub start_marker: Option<usize>,
+    pub fn start_marker(&self) -> Option<usize> {
+        (self.marker != NO_MARKER).then_some(self.marker as usize)
+    }
 }
 
 /// A parsed YAML file: its text (BOM removed), line-ending style, nodes and documents.

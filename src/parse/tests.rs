@@ -122,10 +122,10 @@ fn spans_cover_exactly_the_node_text() {
         .collect();
     assert_eq!(dashes, vec![Some("- "); 3]);
     // Regions tile the file; the second starts at its `---`.
-    assert_eq!(file.docs()[0].region.start, 0);
-    assert_eq!(file.docs()[0].region.end, file.docs()[1].region.start);
-    assert!(file.text()[file.docs()[1].region.start..].starts_with("---"));
-    assert_eq!(file.docs()[1].region.end, file.text().len());
+    assert_eq!(file.docs()[0].region().start, 0);
+    assert_eq!(file.docs()[0].region().end, file.docs()[1].region().start);
+    assert!(file.text()[file.docs()[1].region().start..].starts_with("---"));
+    assert_eq!(file.docs()[1].region().end, file.text().len());
     assert_spans_reparse(&file);
 }
 
@@ -191,7 +191,7 @@ fn collections_a_syntax_error_left_open_read_as_empty() {
     assert!(err.is_some());
     for id in file.node_ids() {
         let node = file.node(id);
-        if node.span.start >= file.docs()[0].region.end {
+        if node.span.start >= file.docs()[0].region().end {
             match node.kind {
                 NodeKind::Mapping { entries, .. } => assert!(entries.is_empty(), "{id}"),
                 NodeKind::Sequence { items, .. } => assert!(items.is_empty(), "{id}"),

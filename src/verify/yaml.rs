@@ -174,7 +174,7 @@ impl Gate<'_> {
             if want.len() > got.len()
                 && want.last() == Some(&Value::Null)
                 && frag.docs().last().is_some_and(|d| {
-                    d.start_marker.is_some() && frag.text()[d.region.start..].trim() == "---"
+                    d.start_marker().is_some() && frag.text()[d.region().start..].trim() == "---"
                 })
             {
                 want.pop();

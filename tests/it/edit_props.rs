@@ -450,7 +450,7 @@ fn plan(file: &YamlFile, docs: &[Doc], op: &Op) -> Option<Planned> {
                     start: at,
                     end: at,
                     // Before a document without its own `---`, close the moved one with a marker.
-                    text: if to < n && file.docs()[to].start_marker.is_none() {
+                    text: if to < n && file.docs()[to].start_marker().is_none() {
                         format!("---{eol}{body}---{eol}")
                     } else {
                         format!("---{eol}{body}")

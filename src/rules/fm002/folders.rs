@@ -312,7 +312,7 @@ impl Ctx<'_, '_, '_> {
         let mut out = String::new();
         // The file's header comment (before its first `---`) describes both halves.
         if let Some(first) = src.yaml.docs().first() {
-            let header = &text[..first.region.start];
+            let header = &text[..first.region().start];
             if header.lines().all(|l| {
                 let t = l.trim();
                 t.is_empty() || t.starts_with('#')

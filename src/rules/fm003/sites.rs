@@ -100,7 +100,11 @@ fn path_to(yaml: &YamlFile, node: NodeId) -> Option<String> {
         }
     }
     let start = yaml.node(node).span.start;
-    let doc = yaml.docs().iter().rev().find(|d| d.region.start <= start)?;
+    let doc = yaml
+        .docs()
+        .iter()
+        .rev()
+        .find(|d| d.region().start <= start)?;
     let mut path = Vec::new();
     walk(yaml, doc.root, node, &mut path).then(|| path.join(".").replace(".[", "["))
 }
@@ -109,7 +113,7 @@ fn path_to(yaml: &YamlFile, node: NodeId) -> Option<String> {
 /// what it generates), a Flux Kustomization's `spec.patches`, or a kustomization file.
 fn patch_owner(file: &YamlFile, patch_key: NodeId) -> String {
     let start = file.node(patch_key).span.start;
-    let doc = file.docs().iter().rev().find(|d| d.region.start <= start);
+    let doc = file.docs().iter().rev().find(|d| d.region().start <= start);
     let text = |keys: &[&str]| {
         doc.and_then(|d| file.lookup(d.root, keys))
             .and_then(|n| file.scalar(n))
@@ -174,7 +178,10 @@ pub(super) fn patch_target(
 pub(super) fn object_at(model: &Model, file: FileId, node: NodeId) -> Option<ObjectKey> {
     let yaml = &model.repo.file(file).yaml;
     let start = yaml.node(node).span.start;
-    let doc = yaml.docs().iter().rposition(|d| d.region.start <= start)?;
+    let doc = yaml
+        .docs()
+        .iter()
+        .rposition(|d| d.region().start <= start)?;
     model
         .objects_in(file)
         .map(|o| model.object(o))

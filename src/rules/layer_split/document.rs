@@ -68,7 +68,7 @@ pub(in crate::rules) fn modelines(yaml: &YamlFile, doc: usize) -> Vec<String> {
         return Vec::new();
     };
     let content = yaml.node(d.root).span.start;
-    let start = d.region.start.min(content);
+    let start = d.region().start.min(content);
     yaml.text()[start..content]
         .lines()
         .map(|l| l.trim_end_matches('\r'))
