@@ -33,35 +33,36 @@ impl Rule for PatchMatchesNothing {
     }
 
     fn check(&self, model: &Model) -> Vec<Draft> {
-        let instances = generated_instances(model);
         let mut findings = Vec::new();
-        for d in delivered(&instances) {
-            let generated = d.generated;
-            if !generated.complete {
-                continue;
-            }
-            for patch in &generated.patches {
-                let Some((selector, node)) = &patch.target else {
+        for instance in generated_instances(model) {
+            for d in delivered(&instance) {
+                let generated = d.generated;
+                if !generated.complete {
                     continue;
-                };
-                let Some(judged) = judge(model, generated, patch, selector) else {
-                    continue;
-                };
-                let file = model.repo.file(patch.file);
-                let line = file.yaml.line_of(file.yaml.node(*node).span.start);
-                let finding = instance_finding(
-                    model,
-                    (META.id, judged.severity),
-                    judged.message,
-                    (patch.file, line),
-                    d.layer,
-                    generated.instance,
-                );
-                findings.push(if judged.namespace_too_early {
-                    finding.planned(drop_target_namespace(&file.path, &file.yaml, *node))
-                } else {
-                    finding.remedy(Remedy::NoFix(NO_FIX.into()))
-                });
+                }
+                for patch in &generated.patches {
+                    let Some((selector, node)) = &patch.target else {
+                        continue;
+                    };
+                    let Some(judged) = judge(model, generated, patch, selector) else {
+                        continue;
+                    };
+                    let file = model.repo.file(patch.file);
+                    let line = file.yaml.line_of(file.yaml.node(*node).span.start);
+                    let finding = instance_finding(
+                        model,
+                        (META.id, judged.severity),
+                        judged.message,
+                        (patch.file, line),
+                        d.layer,
+                        generated.instance,
+                    );
+                    findings.push(if judged.namespace_too_early {
+                        finding.planned(drop_target_namespace(&file.path, &file.yaml, *node))
+                    } else {
+                        finding.remedy(Remedy::NoFix(NO_FIX.into()))
+                    });
+                }
             }
         }
         findings.extend(layer_patches(model));

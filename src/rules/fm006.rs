@@ -93,33 +93,34 @@ impl Rule for RootSourceTrustLoop {
 
     fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
-        let instances = generated_instances(model);
-        for d in delivered(&instances).filter(|d| d.applied) {
-            let generated = d.generated;
-            let Some(source) = root_source(generated) else {
-                continue;
-            };
-            // An instance applied to another cluster (kubeConfig) generates that cluster's root
-            // source: the source of the same name here is another object.
-            if model.layer(d.layer).source != source || model.layer(d.layer).remote {
-                continue;
-            }
-            for setting in instance_settings(model, generated) {
-                let (summary, details) =
-                    message(model, d.layer, &source, &setting.what, &setting.defects);
-                let finding = instance_finding(
-                    model,
-                    (META.id, setting.severity()),
-                    summary,
-                    (setting.file, setting.line),
-                    d.layer,
-                    generated.instance,
-                );
-                findings.push(
-                    finding
-                        .details(details)
-                        .remedy(Remedy::NoFix(NO_FIX.into())),
-                );
+        for instance in generated_instances(model) {
+            for d in delivered(&instance).filter(|d| d.applied) {
+                let generated = d.generated;
+                let Some(source) = root_source(generated) else {
+                    continue;
+                };
+                // An instance applied to another cluster (kubeConfig) generates that cluster's root
+                // source: the source of the same name here is another object.
+                if model.layer(d.layer).source != source || model.layer(d.layer).remote {
+                    continue;
+                }
+                for setting in instance_settings(model, generated) {
+                    let (summary, details) =
+                        message(model, d.layer, &source, &setting.what, &setting.defects);
+                    let finding = instance_finding(
+                        model,
+                        (META.id, setting.severity()),
+                        summary,
+                        (setting.file, setting.line),
+                        d.layer,
+                        generated.instance,
+                    );
+                    findings.push(
+                        finding
+                            .details(details)
+                            .remedy(Remedy::NoFix(NO_FIX.into())),
+                    );
+                }
             }
         }
         findings.extend(written_sources(model));

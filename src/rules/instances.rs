@@ -26,8 +26,10 @@ pub(super) struct Generated {
 }
 
 /// The generated objects of every FluxInstance a live layer applies, or, for an instance no
-/// layer applies (installed out of band at bootstrap), of one whose root layer is live.
-pub(super) fn generated_instances(model: &Model) -> Vec<Generated> {
+/// layer applies (installed out of band at bootstrap), of one whose root layer is live. One at a
+/// time: a fleet has an instance per cluster, each generating flux-operator's distribution, and
+/// three rules running side by side each held all of them at once (issue 26).
+pub(super) fn generated_instances<'m>(model: &'m Model) -> impl Iterator<Item = Generated> + 'm {
     let mut layers_of: HashMap<ObjectIdx, Vec<LayerId>> = HashMap::default();
     let mut order = Vec::new();
     for (id, layer) in model.live_layers() {
@@ -52,19 +54,14 @@ pub(super) fn generated_instances(model: &Model) -> Vec<Generated> {
             bootstrapped.push((instance, id));
         }
     }
-    let mut out: Vec<Generated> = Vec::new();
+    // What to generate, in order: (instance, its layers, applied, the root source assumed).
+    let mut planned: Vec<(ObjectIdx, Vec<LayerId>, bool, Option<&SourceRef>)> = Vec::new();
     for idx in order {
         let Some(layers) = layers_of.remove(&idx) else {
             continue;
         };
         if model.instance_source(idx).is_some() {
-            if let Some(objects) = model.instance_objects(idx) {
-                out.push(Generated {
-                    layers,
-                    applied: true,
-                    objects,
-                });
-            }
+            planned.push((idx, layers, true, None));
             continue;
         }
         // No `spec.sync` here: each applying layer's own source is the root source when it is
@@ -82,33 +79,32 @@ pub(super) fn generated_instances(model: &Model) -> Vec<Generated> {
                     .find_object(&source.kind, &source.name, Some(&source.namespace))
                     .is_none())
             .then_some(source);
-            if let Some(objects) = model.instance_objects_assuming(idx, assumed) {
-                out.push(Generated {
-                    layers: vec![layer],
-                    applied: true,
-                    objects,
-                });
-            }
+            planned.push((idx, vec![layer], true, assumed));
         }
     }
-    out.extend(bootstrapped.into_iter().filter_map(|(idx, layer)| {
-        Some(Generated {
-            layers: vec![layer],
-            applied: false,
-            objects: model.instance_objects(idx)?,
+    planned.extend(
+        bootstrapped
+            .into_iter()
+            .map(|(idx, layer)| (idx, vec![layer], false, None)),
+    );
+    planned
+        .into_iter()
+        .filter_map(move |(idx, layers, applied, assumed)| {
+            Some(Generated {
+                layers,
+                applied,
+                objects: model.instance_objects_assuming(idx, assumed)?,
+            })
         })
-    }));
-    out
 }
 
-/// Each (layer, instance) pair, for rules that judge an instance per layer delivering it.
-pub(super) fn delivered(all: &[Generated]) -> impl Iterator<Item = Delivered<'_>> {
-    all.iter().flat_map(|g| {
-        g.layers.iter().map(move |&layer| Delivered {
-            layer,
-            applied: g.applied,
-            generated: &g.objects,
-        })
+/// Each (layer, instance) pair of one instance, for rules that judge an instance per layer
+/// delivering it.
+pub(super) fn delivered(g: &Generated) -> impl Iterator<Item = Delivered<'_>> {
+    g.layers.iter().map(move |&layer| Delivered {
+        layer,
+        applied: g.applied,
+        generated: &g.objects,
     })
 }
 
