@@ -69,7 +69,7 @@ impl LiveFiles {
             .collect();
         let mut live = LiveFiles {
             files: (0..repo.files.len())
-                .filter(|&f| !model.users_of_file(f).is_empty())
+                .filter(|&f| model.users_of_file(f).next().is_some())
                 .collect(),
             elsewhere: HashSet::default(),
             generated_dirs: HashSet::default(),

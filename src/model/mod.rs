@@ -81,7 +81,8 @@ pub struct Model<'r> {
     /// an object they apply or a kustomization file on the way.
     /// `users_of_file(f)` is `file_users[file_users_start[f]..file_users_start[f + 1]]`.
     file_users_start: Vec<u32>,
-    file_users: Vec<(LayerId, usize)>,
+    /// 32-bit (layer, variant) pairs: a fleet's files have a million, kept by every model.
+    file_users: Vec<(u32, u32)>,
     /// How many objects were known and their (kind, name) index, built on first use (see
     /// `find_object`).
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
@@ -208,10 +209,7 @@ impl<'r> Model<'r> {
         }
         starts.resize(repo.files.len() + 1, users.len() as u32);
         model.file_users_start = starts;
-        model.file_users = users
-            .into_iter()
-            .map(|(_, id, vi)| (id as LayerId, vi as usize))
-            .collect();
+        model.file_users = users.into_iter().map(|(_, id, vi)| (id, vi)).collect();
         let mut diagnostics = std::mem::take(&mut model.diagnostics);
         model.demote_unread(&mut diagnostics);
         model.diagnostics = diagnostics;
@@ -292,14 +290,20 @@ impl<'r> Model<'r> {
 
     /// The live (layer, variant index) pairs that render from `file` (an object's file or a
     /// kustomization file on the way), in layer order.
-    pub fn users_of_file(&self, file: usize) -> &[(LayerId, usize)] {
-        match (
+    pub fn users_of_file(
+        &self,
+        file: usize,
+    ) -> impl ExactSizeIterator<Item = (LayerId, usize)> + '_ {
+        let users = match (
             self.file_users_start.get(file),
             self.file_users_start.get(file + 1),
         ) {
             (Some(&start), Some(&end)) => &self.file_users[start as usize..end as usize],
             _ => &[],
-        }
+        };
+        users
+            .iter()
+            .map(|&(layer, variant)| (layer as LayerId, variant as usize))
     }
 
     /// Whether the object is written in a file that kustomizations name only as a patch: it

@@ -464,8 +464,7 @@ fn kustomization_patches(model: &Model) -> Vec<Draft> {
     let mut dirs: Vec<&KustomizeDir> = model.kustomize_dirs.values().map(Box::as_ref).collect();
     dirs.sort_by(|a, b| a.dir.cmp(&b.dir));
     for k in dirs {
-        let users = model.users_of_file(k.file);
-        let Some(&(layer_id, _)) = users.first() else {
+        let Some((layer_id, _)) = model.users_of_file(k.file).next() else {
             continue;
         };
         let yaml = &model.repo.file(k.file).yaml;
@@ -480,7 +479,7 @@ fn kustomization_patches(model: &Model) -> Vec<Draft> {
         // it is the layer's path.
         let mut builds: Vec<Vec<crate::model::ResourceRef>> = Vec::new();
         let mut known = true;
-        for &(layer, variant) in users {
+        for (layer, variant) in model.users_of_file(k.file) {
             let layer = model.layer(layer);
             let at_path = layer.variants[variant].dir == k.dir;
             let components = if at_path {

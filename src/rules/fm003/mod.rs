@@ -136,7 +136,7 @@ fn frozen_layers(model: &Model, object: Option<&ObjectKey>, cluster: usize) -> V
 /// The live layers that read `file` (as an object file or a patch of their build), the first
 /// of each cluster.
 fn reading_layers(model: &Model, file: FileId) -> Vec<LayerId> {
-    let mut users: Vec<LayerId> = model.users_of_file(file).iter().map(|u| u.0).collect();
+    let mut users: Vec<LayerId> = model.users_of_file(file).map(|u| u.0).collect();
     if users.is_empty() {
         let path = &model.repo.file(file).path;
         users = model

@@ -62,7 +62,7 @@ pub(in crate::rules) fn built_elsewhere(
     let layer = model.layer(layer_id);
     let dir = &layer.variants[vi].dir;
     for f in files {
-        for &(lid, i) in model.users_of_file(f) {
+        for (lid, i) in model.users_of_file(f) {
             let l = model.layer(lid);
             let same = (lid == layer_id && i == vi)
                 || (l.object == layer.object && l.variants[i].dir == *dir);
