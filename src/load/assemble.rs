@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use rayon::prelude::*;
 
 use crate::diagnostics::{Diagnostic, Severity};
@@ -93,7 +94,7 @@ impl Repo {
                     "symbolic link not followed (fluxmend never reads through a link)".into(),
                 )),
                 EntryKind::Dir => {
-                    Arc::make_mut(&mut repo.dirs).insert(rel);
+                    Arc::make_mut(&mut repo.dirs).insert(rel.into());
                 }
                 EntryKind::File if is_yaml_name(&rel) => candidates.push(rel),
                 EntryKind::File => {
@@ -171,7 +172,7 @@ impl Repo {
     }
 
     /// Read one YAML-named file and parse it, or say why it is skipped.
-    fn read_and_parse(rel: String, dirs: &BTreeSet<String>, contents: &dyn Contents) -> Loaded {
+    fn read_and_parse(rel: String, dirs: &BTreeSet<ArcStr>, contents: &dyn Contents) -> Loaded {
         match contents.read(&rel) {
             Err(reason) => Loaded::Unreadable(rel, reason),
             Ok(text) => match skip_reason(&rel, dirs, contents) {
@@ -216,7 +217,7 @@ fn has_template_syntax(text: &str) -> bool {
 
 /// Why a YAML-named file is not Kubernetes YAML that Flux would apply, whatever its text: a Helm
 /// chart's templates and metadata. (Template text elsewhere is judged once parsed.)
-fn skip_reason(rel: &str, dirs: &BTreeSet<String>, contents: &dyn Contents) -> Option<String> {
+fn skip_reason(rel: &str, dirs: &BTreeSet<ArcStr>, contents: &dyn Contents) -> Option<String> {
     let parts: Vec<&str> = rel.split('/').collect();
     if let Some(i) = parts.iter().position(|p| *p == "templates") {
         let chart_dir = parts[..i].join("/");
@@ -225,7 +226,7 @@ fn skip_reason(rel: &str, dirs: &BTreeSet<String>, contents: &dyn Contents) -> O
         } else {
             format!("{chart_dir}/Chart.yaml")
         };
-        if contents.is_file(&chart) || dirs.contains(&format!("{chart_dir}/charts")) {
+        if contents.is_file(&chart) || dirs.contains(format!("{chart_dir}/charts").as_str()) {
             return Some("Helm chart template".into());
         }
     }

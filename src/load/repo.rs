@@ -8,6 +8,8 @@ use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arcstr::ArcStr;
+
 use crate::diagnostics::Diagnostic;
 use crate::parse::YamlFile;
 
@@ -33,7 +35,9 @@ pub struct Repo {
     pub files: Vec<Arc<SourceFile>>,
     /// Every directory below the root that Flux would ship (relative, `""` is the root).
     /// Shared, like `files`: a variant with changes copies it only when a change adds a folder.
-    pub dirs: Arc<BTreeSet<String>>,
+    /// Each path is shared as well ([`Repo::dir_path`]): every model of the repository names
+    /// its folders with these, not with copies (issue 26).
+    pub dirs: Arc<BTreeSet<ArcStr>>,
     pub diagnostics: Vec<Diagnostic>,
     /// YAML files directly in each directory, sorted by path.
     pub(super) folder_files: FolderFiles,
@@ -97,7 +101,7 @@ impl Repo {
                 }));
                 let mut dir = parent_of(path);
                 while !dir.is_empty() && !repo.dirs.contains(dir) {
-                    Arc::make_mut(&mut repo.dirs).insert(dir.to_string());
+                    Arc::make_mut(&mut repo.dirs).insert(dir.into());
                     dir = parent_of(dir);
                 }
             }
@@ -184,6 +188,11 @@ impl Repo {
         self.dirs.contains(path)
     }
 
+    /// The repository's own copy of a directory's path, shared by whoever keeps it.
+    pub fn dir_path(&self, path: &str) -> Option<&ArcStr> {
+        self.dirs.get(path)
+    }
+
     /// YAML files directly in `dir`, sorted by path.
     pub fn files_in(&self, dir: &str) -> impl ExactSizeIterator<Item = FileId> + '_ {
         self.folder_files.of_folder(&self.files, dir)
@@ -229,7 +238,7 @@ impl Repo {
                         from = Bound::Included(format!("{}0", &next[..prefix.len() + slash]));
                     }
                     None => {
-                        from = Bound::Excluded(next.clone());
+                        from = Bound::Excluded(next.to_string());
                         if !rest.is_empty() {
                             return Some(next.as_str());
                         }
@@ -325,12 +334,12 @@ mod tests {
             "b/x.yaml",
         ]);
         let agrees = |repo: &Repo| {
-            for dir in std::iter::once("").chain(repo.dirs.iter().map(String::as_str)) {
+            for dir in std::iter::once("").chain(repo.dirs.iter().map(ArcStr::as_str)) {
                 let children: Vec<&str> = repo
                     .dirs
                     .iter()
                     .filter(|d| !d.is_empty() && parent_of(d) == dir)
-                    .map(String::as_str)
+                    .map(ArcStr::as_str)
                     .collect();
                 assert_eq!(repo.subdirs(dir).collect::<Vec<_>>(), children, "{dir:?}");
             }

@@ -209,7 +209,9 @@ impl<'r> Model<'r> {
         }
         starts.resize(repo.files.len() + 1, users.len() as u32);
         model.file_users_start = starts;
-        model.file_users = users.into_iter().map(|(_, id, vi)| (id, vi)).collect();
+        // A new list of exactly their size: collected in place, the pairs would keep the room of
+        // the triples they came from.
+        model.file_users = users.iter().map(|&(_, id, vi)| (id, vi)).collect();
         let mut diagnostics = std::mem::take(&mut model.diagnostics);
         model.demote_unread(&mut diagnostics);
         model.diagnostics = diagnostics;

@@ -52,6 +52,13 @@ impl From<String> for Name {
     }
 }
 
+/// A text already shared (a folder's path, [`crate::load::Repo::dir_path`]) shared once more.
+impl From<ArcStr> for Name {
+    fn from(s: ArcStr) -> Self {
+        Name(s)
+    }
+}
+
 impl PartialEq<str> for Name {
     fn eq(&self, other: &str) -> bool {
         &*self.0 == other

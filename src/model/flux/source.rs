@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arcstr::ArcStr;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -119,8 +120,8 @@ impl<'m> Sources<'m> {
         }
         // The artifact root is the directory the paths resolve against: the shallowest one that
         // has this layer's path.
-        let found = std::iter::once(&String::new())
-            .chain(model.repo.dirs.iter())
+        let found = std::iter::once("")
+            .chain(model.repo.dirs.iter().map(ArcStr::as_str))
             .filter(|d| expand_path(model, d, path, &mut false).is_ok_and(|v| !v.is_empty()))
             .min_by_key(|d| {
                 (
@@ -129,10 +130,10 @@ impl<'m> Sources<'m> {
                     } else {
                         d.matches('/').count() + 1
                     },
-                    (*d).clone(),
+                    *d,
                 )
             })
-            .cloned();
+            .map(str::to_string);
         self.roots.insert(key, found.clone());
         found
     }

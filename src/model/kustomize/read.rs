@@ -1,6 +1,7 @@
 //! Reading each directory's kustomization file into a [`KustomizeDir`], and where its entries
 //! point.
 
+use arcstr::ArcStr;
 use rustc_hash::FxHashMap as HashMap;
 
 use rayon::prelude::*;
@@ -40,7 +41,11 @@ pub(in crate::model) fn parse_dirs(
 }
 
 /// The kustomization file of `dir`, if it has a usable one.
-fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<KustomizeDir> {
+fn parse_dir(
+    model: &Model,
+    dir: &ArcStr,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<KustomizeDir> {
     let repo = model.repo;
     let file = KUSTOMIZATION_FILE_NAMES
         .iter()
@@ -138,7 +143,7 @@ fn parse_dir(model: &Model, dir: &str, diagnostics: &mut Vec<Diagnostic>) -> Opt
     let resources = resources.into_boxed_slice();
     let components = refs("components", diagnostics).into_boxed_slice();
     Some(KustomizeDir {
-        dir: dir.into(),
+        dir: dir.clone().into(),
         file,
         root,
         component,
@@ -169,8 +174,8 @@ fn resolve_ref(model: &Model, dir: &str, text: &str) -> RefTarget {
     let Some(path) = join(dir, text) else {
         return RefTarget::OutsideRoot;
     };
-    if model.repo.is_dir(&path) {
-        RefTarget::Dir(path.into())
+    if let Some(dir) = model.repo.dir_path(&path) {
+        RefTarget::Dir(dir.clone().into())
     } else if let Some(id) = model.repo.file_id(&path) {
         RefTarget::File(id)
     } else if model.repo.is_file(&path) {
