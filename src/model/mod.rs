@@ -108,8 +108,21 @@ impl<'r> Model<'r> {
 
     /// Build the model of a loaded repository.
     pub fn build(repo: &'r Repo, options: &ModelOptions) -> Model<'r> {
+        Model::build_sharing(repo, options, &[])
+    }
+
+    /// Build the model of `repo`, a variant of this model's repository (verification's), its
+    /// objects named with this model's names where the texts are the same: most of a variant's
+    /// objects are this model's, and their names were a copy each (issue 26). The model is the
+    /// one [`Model::build`] makes: names are compared and hashed by their text.
+    pub fn build_variant<'v>(&self, repo: &'v Repo, options: &ModelOptions) -> Model<'v> {
+        Model::build_sharing(repo, options, &self.objects)
+    }
+
+    /// [`Model::build`], names shared with those of `known` objects.
+    fn build_sharing(repo: &'r Repo, options: &ModelOptions, known: &[Object]) -> Model<'r> {
         let mut diagnostics = Vec::new();
-        let (objects, file_objects) = objects::extract(repo, &mut diagnostics);
+        let (objects, file_objects) = objects::extract(repo, &mut diagnostics, known);
         let mut model = Model {
             repo,
             objects,

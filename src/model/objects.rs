@@ -106,6 +106,21 @@ impl std::fmt::Debug for Name {
 pub(super) struct Names(HashSet<Name>);
 
 impl Names {
+    /// Hand out the names of `key` for their texts from now on.
+    fn learn(&mut self, key: &ObjectKey) {
+        let ObjectKey {
+            api_version,
+            kind,
+            namespace,
+            name,
+        } = key;
+        for n in [api_version, kind, name].into_iter().chain(namespace) {
+            if !self.0.contains(n.as_str()) {
+                self.0.insert(n.clone());
+            }
+        }
+    }
+
     pub(super) fn get(&mut self, text: &str) -> Name {
         if let Some(name) = self.0.get(text) {
             return name.clone();
@@ -201,13 +216,20 @@ struct Found<'a> {
 
 /// Every object of every file, in file and document order, and where each file's objects start
 /// (one more entry than files: file `f` has `starts[f]..starts[f + 1]`). Files are read in
-/// parallel; names are shared afterwards, in order.
-pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Object>, Vec<u32>) {
+/// parallel; names are shared afterwards, in order, with each other and with those of `known`.
+pub(super) fn extract(
+    repo: &Repo,
+    diagnostics: &mut Vec<Diagnostic>,
+    known: &[Object],
+) -> (Vec<Object>, Vec<u32>) {
     let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
         repo.files.par_iter().map(|file| objects_of(file)).collect();
     let mut objects = Vec::new();
     let mut starts = Vec::with_capacity(per_file.len() + 1);
     let mut names = Names::default();
+    for key in known.iter().map(|o| &o.key) {
+        names.learn(key);
+    }
     for (file_id, (found, diags)) in per_file.into_iter().enumerate() {
         diagnostics.extend(diags);
         starts.push(objects.len() as u32);
@@ -220,7 +242,7 @@ pub(super) fn extract(repo: &Repo, diagnostics: &mut Vec<Diagnostic>) -> (Vec<Ob
                 api_version: names.get(f.api_version),
                 kind: names.get(f.kind),
                 namespace: f.namespace.map(|n| names.get(n)),
-                name: Name::from(f.name),
+                name: names.get(f.name),
             },
             encrypted: f.encrypted,
         }));
@@ -293,4 +315,54 @@ fn objects_of(file: &SourceFile) -> (Vec<Found<'_>>, Vec<Diagnostic>) {
         }
     }
     (found, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::load::{Repo, write_test_file as write};
+    use crate::model::{Model, ModelOptions};
+
+    /// A variant's model built beside the base's is the model built alone: the same objects
+    /// with the same keys, in the same files; an object the change leaves alone holds the
+    /// base's very name, a new one its own.
+    #[test]
+    fn a_variant_model_shares_the_names_of_its_base() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cm = |name: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: apps\n"
+            )
+        };
+        write(tmp.path(), "a/one.yaml", &cm("one"));
+        write(tmp.path(), "b/two.yaml", &cm("two"));
+        let repo = Repo::load(tmp.path()).unwrap();
+        let options = ModelOptions::default();
+        let base = Model::build(&repo, &options);
+        let changes = BTreeMap::from([
+            ("a/0.yaml".to_string(), Some(cm("zero"))),
+            ("b/two.yaml".to_string(), Some(cm("two-renamed"))),
+        ]);
+        let variant = repo.with_changes(&changes);
+        let alone = Model::build(&variant, &options);
+        let beside = base.build_variant(&variant, &options);
+        let described = |m: &Model| {
+            m.objects
+                .iter()
+                .map(|o| format!("{} {} {:?}", m.repo.file(o.file).path, o.doc, o.key))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(described(&beside), described(&alone));
+        assert_eq!(described(&beside).len(), 3);
+        let name_of = |m: &Model, name: &str| {
+            let o = m.objects.iter().find(|o| o.key.name == *name).unwrap();
+            o.key.name.as_str().as_ptr()
+        };
+        assert_eq!(name_of(&beside, "one"), name_of(&base, "one"));
+        assert_ne!(name_of(&alone, "one"), name_of(&base, "one"));
+        assert_ne!(name_of(&beside, "zero"), name_of(&base, "one"));
+        let namespace = |m: &Model| m.objects[0].key.namespace.clone().unwrap();
+        assert_eq!(namespace(&beside).as_ptr(), namespace(&base).as_ptr());
+    }
 }

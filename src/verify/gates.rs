@@ -190,7 +190,7 @@ pub fn plan_with(
     let first_repo = first_files
         .as_ref()
         .map(|files| repo.with_changes(&changes::as_overlay(files)));
-    let first_model = first_repo.as_ref().map(|r| Model::build(r, options));
+    let first_model = first_repo.as_ref().map(|r| model.build_variant(r, options));
     let first = first_files
         .as_ref()
         .zip(first_model.as_ref())
@@ -330,7 +330,7 @@ fn next_phase_fails(
         if phase >= phases {
             break;
         }
-        let deployed = Model::build(&current, options);
+        let deployed = model.build_variant(&current, options);
         let Some(next) = rules::run(&deployed, &[finding.rule.to_string()])
             .into_iter()
             .find(|g| super::same_place(finding, g))

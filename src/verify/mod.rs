@@ -211,7 +211,7 @@ fn check(
         Some(k) => k.model,
         None => {
             after_repo = repo.with_changes(&overlay);
-            built = Model::build(&after_repo, options);
+            built = model.build_variant(&after_repo, options);
             &built
         }
     };

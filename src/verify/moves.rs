@@ -126,7 +126,7 @@ fn next_phases_pass(
     if moves.is_empty() {
         return true;
     }
-    let deployed = Model::build(&current, options);
+    let deployed = deployed.build_variant(&current, options);
     let rules = Remodelled::rules_of(moves.iter().map(|(first, _)| *first));
     let found = rules::run(&deployed, &rules);
     next_phases_pass(&current, &deployed, &found, moves, fixes, overlay, options)

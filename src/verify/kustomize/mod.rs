@@ -104,7 +104,7 @@ fn check_confined(
     allowed: &super::Allowed,
 ) -> Result<Outcome, String> {
     let after_repo = repo.with_changes(&changes::as_overlay(files));
-    let after = Model::build(&after_repo, options);
+    let after = model.build_variant(&after_repo, options);
     let changed: BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
 
     let (touched, affected) = touched_and_affected(model, &after, &changed);
