@@ -30,7 +30,45 @@ pub fn dir_prefix(dir: &str) -> String {
     }
 }
 
+/// Whether the relative path `path` is the folder `dir` or below it (`""`: the root, which
+/// holds everything).
+pub fn is_within(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// The directory part of a relative path (`""` for a top-level entry).
 pub fn parent_of(path: &str) -> &str {
     path.rfind('/').map_or("", |i| &path[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_within;
+
+    /// A folder holds itself and what is below it, not a sibling whose name it begins
+    /// (`a-b`, `a.b`, `ab`); the root holds everything.
+    #[test]
+    fn a_folder_holds_itself_and_what_is_below_it() {
+        for (path, dir) in [
+            ("a", "a"),
+            ("a/b", "a"),
+            ("a/b/c.yaml", "a/b"),
+            ("x", ""),
+            ("", ""),
+        ] {
+            assert!(is_within(path, dir), "{path} in {dir}");
+        }
+        for (path, dir) in [
+            ("a-b", "a"),
+            ("a.b/c", "a"),
+            ("ab", "a"),
+            ("a", "a/b"),
+            ("", "a"),
+        ] {
+            assert!(!is_within(path, dir), "{path} not in {dir}");
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-use super::file::{FileId, SourceFile, parent_of};
+use super::file::{FileId, SourceFile, is_within, parent_of};
 
 /// The YAML files directly in each folder: their ids in path order, one run per folder in
 /// `ids`. A folder is found by its path's hash and recognised by its first file's folder, so
@@ -82,12 +82,4 @@ impl FolderFiles {
         let (start, len) = found.map_or((0, 0), |&(start, len)| (start as usize, len as usize));
         self.ids[start..start + len].iter().map(|&id| id as FileId)
     }
-}
-
-/// Whether the folder `dir` is `ancestor` or below it.
-fn is_within(dir: &str, ancestor: &str) -> bool {
-    ancestor.is_empty()
-        || dir
-            .strip_prefix(ancestor)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }

@@ -5,10 +5,11 @@
 //! as its work tree holds it, walked), `revision` (a repository at a git revision), `git_tree`
 //! (a revision's tree listed as its checkout would hold it), `assemble` (the repository a
 //! listing describes: its files read, judged and parsed), `repo` (the loaded repository and its
-//! indexes), `folder_files` (each folder's files, indexed), `resourceset` (the objects ResourceSets generate), `objects` (a revision's blobs),
-//! `listing` (what a walk found), `ignores` (Flux's default ignores and the configuration's
-//! `exclude`), `ignore_files` (the repository's own ignore files), `file` (a parsed file and its
-//! index), `read` (the safe reader).
+//! indexes), `folder_files` (each folder's files, indexed), `resourceset` (the objects
+//! ResourceSets generate), `objects` (a revision's blobs), `listing` (what a walk found),
+//! `ignores` (Flux's default ignores and the configuration's `exclude`), `ignore_files` (the
+//! repository's own ignore files), `file` (a parsed file and its index, what a path is below),
+//! `read` (the safe reader).
 
 mod assemble;
 mod file;
@@ -24,7 +25,7 @@ pub mod resourceset;
 pub mod revision;
 mod work_tree;
 
-pub use file::{FileId, SourceFile, dir_prefix, parent_of};
+pub use file::{FileId, SourceFile, dir_prefix, is_within, parent_of};
 pub use ignores::CONFIG_FILE;
 pub use read::MAX_FILE_BYTES;
 pub use repo::Repo;

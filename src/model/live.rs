@@ -17,15 +17,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
-use crate::load::{FileId, Repo, dir_prefix, parent_of};
-
-/// Whether `path` is strictly below the directory `dir` (`""`: the repository root).
-fn is_below(path: &str, dir: &str) -> bool {
-    dir.is_empty() && !path.is_empty()
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
-}
+use crate::load::{FileId, Repo, dir_prefix, is_within, parent_of};
 
 /// The directories of `sorted` strictly below `dir` (all of them below the root).
 fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a str> {
@@ -91,7 +83,8 @@ impl LiveFiles {
                     let nested: Vec<&str> = below(&sorted_kustomize_dirs, &variant.dir)
                         .filter(|k| {
                             live.nearest_stop(parent_of(k), &variant.dir) == Some(&variant.dir)
-                                && is_below(k, &variant.dir)
+                                && *k != variant.dir
+                                && is_within(k, &variant.dir)
                         })
                         .collect();
                     for dir in nested {

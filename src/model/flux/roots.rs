@@ -5,6 +5,7 @@
 use rayon::prelude::*;
 
 use crate::diagnostics::{Diagnostic, Severity};
+use crate::load::is_within;
 use crate::model::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, normalize};
 
 use super::build::Builder;
@@ -170,10 +171,7 @@ fn walk_unreached(b: &mut Builder, flux_ks: &[ObjectIdx], clusters: usize, no_ro
         synced_dirs
             .iter()
             .filter(|(other, _)| *other != idx)
-            .find(|(_, dir)| {
-                path.strip_prefix(dir.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
-            })
+            .find(|(_, dir)| path != dir && is_within(path, dir))
     };
     let (tops, below): (Vec<ObjectIdx>, Vec<ObjectIdx>) = flux_ks
         .iter()

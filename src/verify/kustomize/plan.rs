@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use rustc_hash::FxHashSet as HashSet;
 
+use crate::load::is_within;
 use crate::model::{Layer, Model};
 
 /// (cluster, namespace, name) of a layer.
@@ -11,15 +12,6 @@ pub(super) type LayerKey = (usize, String, String);
 
 pub(super) fn layer_key(l: &Layer) -> LayerKey {
     (l.cluster, l.id.namespace.clone(), l.id.name.clone())
-}
-
-/// Whether `path` is `dir` or below it (`""` is the root).
-fn below(path: &str, dir: &str) -> bool {
-    dir.is_empty()
-        || path == dir
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The layers the change touches (their Flux Kustomization objects may differ: in a changed
@@ -56,7 +48,7 @@ pub(super) fn touched_and_affected(
     for m in [model, after] {
         for (_, l) in m.live_layers() {
             let reads_changed = l.variants.iter().any(|v| {
-                changed.iter().any(|p| below(p, &v.dir))
+                changed.iter().any(|p| is_within(p, &v.dir))
                     || v.inventory.iter().any(|r| {
                         changed.contains(m.repo.file(m.object(r.object).file).path.as_str())
                             || r.chain
