@@ -16,7 +16,8 @@ pub type ObjectIdx = usize;
 /// a clone costs a reference count, not an allocation (a fleet renders each object once per
 /// kustomization level, and thousands of objects share a kind or a namespace). One word, its
 /// length beside the count: an identity is four of them, held by every object and every
-/// rendering of it (issue 26).
+/// rendering of it (issue 26). Kustomize directories keep their folder, namespace, prefix,
+/// suffix and entries' paths as names too.
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name(ArcStr);
 

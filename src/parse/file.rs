@@ -12,7 +12,8 @@ use super::node::{
 };
 
 /// One document of a (possibly multi-document) file. Its offsets are 32-bit, as every offset
-/// into a file's storage is: a fleet keeps a record per document (issue 26).
+/// into a file's storage is (a parsed text is under [`MAX_TEXT`](super::node::MAX_TEXT)): a
+/// fleet keeps a record per document (issue 26).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Document {
     pub root: NodeId,
