@@ -3,7 +3,6 @@
 use fluxmend::diagnostics::Severity;
 use fluxmend::emit::report;
 use fluxmend::load::Repo;
-use fluxmend::model::Model;
 use fluxmend::verify::gates::VerifyMode;
 
 use crate::cli::{CheckArgs, CheckFormat};
@@ -11,8 +10,8 @@ use crate::cli::{CheckArgs, CheckFormat};
 use super::output::print_styled;
 use super::status::{ExitStatus, UsageError, usage};
 use super::steps::{
-    base_of, base_revision, below_path, build_model, findings_and_diagnostics, load, select_rules,
-    work_tree_top,
+    base_of, base_revision, below_path, build_model, deployed_model, findings_and_diagnostics,
+    load, select_rules, work_tree_top,
 };
 
 /// Run `check`.
@@ -79,14 +78,14 @@ pub(crate) fn check(args: &CheckArgs) -> Result<ExitStatus, UsageError> {
                 // Only verified fixes go into SARIF: the builtin gates prove them first, the
                 // rollout played from the base `fix` would take (the work tree when it cannot be
                 // read: a suggestion is not a write, and `fix` refuses then).
-                let deployed = base_revision(&repo, &args.repo.path, None, &exclude)
+                let deployed = base_revision(&model, &args.repo.path, None, &exclude)
                     .ok()
                     .flatten();
-                let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
+                let deployed_model = deployed_model(&model, deployed.as_ref(), &options);
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
                     &model,
-                    base_of(deployed.as_ref(), deployed_model.as_ref()),
+                    base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
                     &options,
                     findings.clone(),
                     VerifyMode::Builtin,

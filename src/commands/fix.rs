@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use fluxmend::emit::report;
-use fluxmend::model::Model;
 use fluxmend::verify::Plan;
 
 use crate::cli::{ColorWhen, FixArgs, FixStrategy, Format};
@@ -12,7 +11,8 @@ use crate::cli::{ColorWhen, FixArgs, FixStrategy, Format};
 use super::output::{eprint_styled, print_styled};
 use super::status::{ExitStatus, UsageError, usage};
 use super::steps::{
-    base_of, base_revision, build_model, findings_and_diagnostics, load, select_rules,
+    base_of, base_revision, build_model, deployed_model, findings_and_diagnostics, load,
+    select_rules,
 };
 
 /// Run `fix`.
@@ -44,13 +44,13 @@ pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
     };
     let model = build_model(&repo, &options)?;
     let deployed = base_revision(
-        &repo,
+        &model,
         &args.repo.path,
         args.base.as_deref(),
         &config.exclude,
     )
     .map_err(usage)?;
-    let deployed_model = deployed.as_ref().map(|(_, r)| Model::build(r, &options));
+    let deployed_model = deployed_model(&model, deployed.as_ref(), &options);
     let strategy = match args.strategy {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,
@@ -62,7 +62,7 @@ pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
     let plan = fluxmend::verify::gates::plan_with(
         &repo,
         &model,
-        base_of(deployed.as_ref(), deployed_model.as_ref()),
+        base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
         &options,
         findings,
         mode,

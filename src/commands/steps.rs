@@ -83,14 +83,17 @@ pub(crate) fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), Usag
 
 /// The repository the cluster runs, for the transition gate: `--base REV`, else the default
 /// base of PATH's git repository (see `load::revision::default_base`), read with the work
-/// tree's `exclude` beside the work tree; `None` when PATH is not in git (the work tree is then
-/// the base). With the name reports give it; `Err` says why it cannot be read.
+/// tree's `exclude` beside the work tree (`model`'s repository); `None` when PATH is not in git
+/// (the work tree is then the base). With the name reports give it, and without the repository
+/// when it holds what the work tree holds (a clean checkout: [`Model::is_model_of`]): `model` is
+/// then the deployed revision's too, and the revision's files and git objects are dropped
+/// rather than modelled a second time (issue 26). `Err` says why it cannot be read.
 pub(crate) fn base_revision(
-    work_tree: &Repo,
+    model: &Model,
     path: &std::path::Path,
     given: Option<&str>,
     exclude: &[String],
-) -> Result<Option<(String, Repo)>, String> {
+) -> Result<Option<(String, Option<Repo>)>, String> {
     use fluxmend::load::revision;
     let (rev, name) = match given {
         Some(rev) => (rev.to_string(), rev.to_string()),
@@ -102,7 +105,7 @@ pub(crate) fn base_revision(
             None => return Ok(None),
         },
     };
-    let repo = revision::load_revision(path, &rev, exclude, Some(work_tree)).map_err(|e| {
+    let repo = revision::load_revision(path, &rev, exclude, Some(model.repo)).map_err(|e| {
         let hint = if given.is_none() {
             format!(" (the default base, {name}: `--base REV` names the revision the cluster runs)")
         } else {
@@ -110,17 +113,35 @@ pub(crate) fn base_revision(
         };
         format!("--base: {e}{hint}")
     })?;
-    Ok(Some((name, repo)))
+    let differs = !model.is_model_of(&repo);
+    Ok(Some((name, differs.then_some(repo))))
 }
 
-/// The transition gate's base from what [`base_revision`] read and its model.
+/// The model of the revision [`base_revision`] read, built beside the work tree's `model`
+/// ([`Model::build_variant`]); `None` when there is none or `model` is its model.
+pub(crate) fn deployed_model<'a>(
+    model: &Model,
+    deployed: Option<&'a (String, Option<Repo>)>,
+    options: &ModelOptions,
+) -> Option<Model<'a>> {
+    let repo = deployed?.1.as_ref()?;
+    Some(model.build_variant(repo, options))
+}
+
+/// The transition gate's base: the work tree when no revision was read; else the revision
+/// named, played from its model (`built`, beside the work tree's: [`Model::build_variant`]) or,
+/// when it holds what the work tree holds, from the work tree's `model`.
 pub(crate) fn base_of<'a>(
-    deployed: Option<&'a (String, Repo)>,
-    model: Option<&'a Model<'a>>,
+    deployed: Option<&'a (String, Option<Repo>)>,
+    built: Option<&'a Model<'a>>,
+    model: &'a Model<'a>,
 ) -> fluxmend::verify::Base<'a> {
-    match (deployed, model) {
-        (Some((name, _)), Some(model)) => fluxmend::verify::Base::Revision { name, model },
-        _ => fluxmend::verify::Base::WorkTree,
+    match deployed {
+        Some((name, _)) => fluxmend::verify::Base::Revision {
+            name,
+            model: built.unwrap_or(model),
+        },
+        None => fluxmend::verify::Base::WorkTree,
     }
 }
 

@@ -139,6 +139,28 @@ impl Repo {
         self.folder_files = FolderFiles::of(&self.files, |f| self.generated.contains_key(&f.path));
     }
 
+    /// Whether `other` lists what this repository lists, each YAML file with the same text: the
+    /// same folders, other files and generated files, in the same places. A revision's load
+    /// shares the work tree's files its blobs hold ([`super::revision::load_revision`]): on a
+    /// clean checkout every file is the same `Arc`, and only what is not shared is compared by
+    /// text. What a model reads beyond this (generators' non-YAML inputs) is its own to compare.
+    pub fn lists_the_same(&self, other: &Repo) -> bool {
+        let same_file = |a: &Arc<SourceFile>, b: &Arc<SourceFile>| {
+            Arc::ptr_eq(a, b)
+                || (a.path == b.path && a.yaml.bom == b.yaml.bom && a.yaml.text() == b.yaml.text())
+        };
+        self.root == other.root
+            && self.files.len() == other.files.len()
+            && self
+                .files
+                .iter()
+                .zip(&other.files)
+                .all(|(a, b)| same_file(a, b))
+            && (Arc::ptr_eq(&self.dirs, &other.dirs) || self.dirs == other.dirs)
+            && self.other_files == other.other_files
+            && self.generated == other.generated
+    }
+
     /// How many files of the repository were parsed (generated files not counted).
     pub fn parsed_files(&self) -> usize {
         self.files.len() - self.generated.len()

@@ -18,18 +18,31 @@ pub(super) struct Generated {
     pub hash_suffix: Option<Name>,
 }
 
-/// The objects the generators of the kustomization in `dir` create.
-pub(super) fn generate(
-    repo: &Repo,
-    dir: &str,
-    file: FileId,
-    root: NodeId,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Vec<Generated> {
+/// What the generators of one kustomization make, and what they read to make it.
+#[derive(Default)]
+pub(super) struct Generation {
+    pub objects: Vec<Generated>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The files read that are not parsed YAML: read from where the repository was loaded
+    /// (its work tree, a revision's objects), so that two repositories listing the same files
+    /// may still differ there.
+    pub inputs: Vec<String>,
+}
+
+impl Generation {
+    fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.diagnostics.is_empty() && self.inputs.is_empty()
+    }
+}
+
+/// What the generators of the kustomization in `dir` create; `None` when they make, say and
+/// read nothing.
+pub(super) fn generate(repo: &Repo, dir: &str, file: FileId, root: NodeId) -> Option<Generation> {
     let source = repo.file(file);
     let yaml = &source.yaml;
     let global_no_hash = flag(yaml, root, &["generatorOptions", "disableNameSuffixHash"]);
-    let mut out = Vec::new();
+    let mut made = Generation::default();
+    let (out, diagnostics, inputs) = (&mut made.objects, &mut made.diagnostics, &mut made.inputs);
     for (field, kind) in [
         ("configMapGenerator", "ConfigMap"),
         ("secretGenerator", "Secret"),
@@ -59,7 +72,7 @@ pub(super) fn generate(
             if matches!(text(&["behavior"]).as_deref(), Some("merge" | "replace")) {
                 continue;
             }
-            let (data, remote) = match entry_data(repo, dir, yaml, entry) {
+            let (data, remote) = match entry_data(repo, dir, yaml, entry, inputs) {
                 Ok(read) => read,
                 Err(e) => {
                     diagnostics.push(
@@ -121,7 +134,7 @@ pub(super) fn generate(
             });
         }
     }
-    out
+    (!made.is_empty()).then_some(made)
 }
 
 fn flag(yaml: &YamlFile, node: NodeId, keys: &[&str]) -> bool {
@@ -138,11 +151,13 @@ type Data = Vec<(String, Vec<u8>)>;
 /// `env`), `literals`, then `files`, sorted by key; a repeated key is an error, as in kustomize.
 /// Values are bytes: a file need not be text. Also the http(s) URLs among its files, which
 /// kustomize's loader fetches (`FileLoader.Load`, `IsRemoteFile`): their data is not known here.
+/// The files read that are not parsed YAML join `inputs`.
 fn entry_data(
     repo: &Repo,
     dir: &str,
     yaml: &YamlFile,
     entry: NodeId,
+    inputs: &mut Vec<String>,
 ) -> Result<(Data, Vec<String>), String> {
     let list = |key: &str| -> Vec<String> {
         yaml.lookup(entry, &[key]).map_or_else(Vec::new, |l| {
@@ -152,9 +167,9 @@ fn entry_data(
                 .collect()
         })
     };
-    let read = |rel: &str| -> Result<Vec<u8>, String> {
+    let mut read = |rel: &str| -> Result<Vec<u8>, String> {
         let path = join(dir, rel).ok_or_else(|| format!("`{rel}` leaves the repository root"))?;
-        file_bytes(repo, &path)
+        file_bytes(repo, path, inputs)
     };
     let mut data: Data = Vec::new();
     let mut remote = Vec::new();
@@ -205,9 +220,10 @@ fn is_remote_file(path: &str) -> bool {
 
 /// The bytes of a file of the build, as Flux's artifact holds it: a parsed YAML file as the
 /// repository (or the change being verified) has it, any other file read safely from disk;
-/// a file Flux's ignore rules leave out is missing for Flux too.
-fn file_bytes(repo: &Repo, path: &str) -> Result<Vec<u8>, String> {
-    if let Some(id) = repo.file_id(path) {
+/// a file Flux's ignore rules leave out is missing for Flux too. A file read from disk (or a
+/// revision's objects) joins `inputs`.
+fn file_bytes(repo: &Repo, path: String, inputs: &mut Vec<String>) -> Result<Vec<u8>, String> {
+    if let Some(id) = repo.file_id(&path) {
         let yaml = &repo.file(id).yaml;
         let mut bytes = Vec::with_capacity(yaml.text().len() + 3);
         if yaml.bom {
@@ -216,14 +232,17 @@ fn file_bytes(repo: &Repo, path: &str) -> Result<Vec<u8>, String> {
         bytes.extend_from_slice(yaml.text().as_bytes());
         return Ok(bytes);
     }
-    match repo.read_bytes(path) {
+    let read = repo.read_bytes(&path);
+    let result = match read {
         Err(e) if e.is_missing() => Err(format!("{path} does not exist")),
         Err(e) => Err(format!("cannot read {path}: {e}")),
-        Ok(_) if !repo.is_file(path) => Err(format!(
+        Ok(_) if !repo.is_file(&path) => Err(format!(
             "{path} is not in what Flux builds (its ignore rules leave it out)"
         )),
         Ok(bytes) => Ok(bytes),
-    }
+    };
+    inputs.push(path);
+    result
 }
 
 /// A `files:` entry: `path` (the key is its base name) or `key=path`, as kustomize's

@@ -97,6 +97,10 @@ pub struct Model<'r> {
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
+    /// The files the generators read that are not parsed YAML, read from where the repository
+    /// was loaded (its work tree, a revision's objects): besides the files the repository lists,
+    /// all a model is built from ([`Model::is_model_of`]).
+    generator_inputs: Vec<String>,
 }
 
 impl<'r> Model<'r> {
@@ -119,6 +123,21 @@ impl<'r> Model<'r> {
         Model::build_sharing(repo, options, &self.objects)
     }
 
+    /// Whether this model is the one [`Model::build`] makes of `repo` with the same options: the
+    /// repository lists the same files, each YAML file with the same text
+    /// ([`Repo::lists_the_same`]), and the generators' other inputs hold the same bytes there.
+    /// The revision a clean checkout is at is its work tree: `fix` plays its rollout from the
+    /// work tree's model rather than building the same model again (issue 26).
+    pub fn is_model_of(&self, repo: &Repo) -> bool {
+        self.repo.lists_the_same(repo)
+            && self.generator_inputs.iter().all(|path| {
+                matches!(
+                    (self.repo.read_bytes(path), repo.read_bytes(path)),
+                    (Ok(ours), Ok(theirs)) if ours == theirs
+                )
+            })
+    }
+
     /// [`Model::build`], names shared with those of `known` objects.
     fn build_sharing(repo: &'r Repo, options: &ModelOptions, known: &[Object]) -> Model<'r> {
         let mut diagnostics = Vec::new();
@@ -137,6 +156,7 @@ impl<'r> Model<'r> {
             live_files: OnceLock::new(),
             listers: OnceLock::new(),
             patch_only_files: HashSet::default(),
+            generator_inputs: Vec::new(),
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
         model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
@@ -146,19 +166,17 @@ impl<'r> Model<'r> {
         dirs.sort();
         // Each directory's generators on their own (a fleet has tens of thousands), taken in
         // path order with their diagnostics.
-        let generated: Vec<(Name, Vec<generators::Generated>, Vec<Diagnostic>)> = dirs
+        let generated: Vec<(Name, generators::Generation)> = dirs
             .into_par_iter()
-            .map(|dir| {
+            .filter_map(|dir| {
                 let k = &model.kustomize_dirs[dir];
-                let mut found = Vec::new();
-                let objects = generators::generate(repo, dir, k.file, k.root, &mut found);
-                (dir.clone(), objects, found)
+                generators::generate(repo, dir, k.file, k.root).map(|made| (dir.clone(), made))
             })
-            .filter(|(_, g, found)| !g.is_empty() || !found.is_empty())
             .collect();
-        for (dir, objects, found) in generated {
-            diags.extend(found);
-            for g in objects {
+        for (dir, made) in generated {
+            diags.extend(made.diagnostics);
+            model.generator_inputs.extend(made.inputs);
+            for g in made.objects {
                 let idx = model.objects.len();
                 model.objects.push(g.object);
                 if let Some(k) = model.kustomize_dirs.get_mut(dir.as_str()) {

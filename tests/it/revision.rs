@@ -398,6 +398,80 @@ fn a_revision_loads_as_its_checkout_does() {
     assert!(same(&shared, "apps/cm.yaml").yaml.text().contains("a: b"));
 }
 
+/// The revision a clean checkout is at is its work tree: the work tree's model is the
+/// revision's (`fix` plays the rollout from it rather than building it again), and it stops
+/// being so when anything a model is built from differs: a generator's input that is not YAML
+/// (only the generated name's hash tells), a YAML file, a file git does not track.
+#[test]
+fn a_clean_checkouts_revision_has_the_work_trees_model() {
+    use fluxmend::model::{Model, ModelOptions};
+    let repo = common::TempRepo::empty();
+    repo.write(
+        "gen/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cm.yaml\nconfigMapGenerator:\n  - name: gen\n    files:\n      - settings.conf\n",
+    )
+    .write("gen/settings.conf", "colour = blue\n")
+    .write("gen/cm.yaml", CONFIGMAP)
+    .write(
+        "clusters/flux-system.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./gen\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    );
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    git(repo.path(), &["add", "-A"]);
+    git(
+        repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "all",
+        ],
+    );
+    let options = ModelOptions::default();
+    let applied = |model: &Model| {
+        let mut names: Vec<String> = model
+            .live_layers()
+            .flat_map(|(_, l)| l.inventory().map(|(_, r)| r.key.to_string()))
+            .collect();
+        names.sort();
+        names
+    };
+    // (the work tree's model is the revision's, the revision's own model's objects)
+    let compare = || {
+        let work = Repo::load(repo.path()).unwrap();
+        let model = Model::build(&work, &options);
+        let revision = load_revision(repo.path(), "HEAD", &[], Some(&work)).unwrap();
+        let own = Model::build(&revision, &options);
+        (model.is_model_of(&revision), applied(&model), applied(&own))
+    };
+    let (same, work, revision) = compare();
+    assert!(same, "a clean checkout");
+    assert_eq!(work, revision);
+    assert!(work.iter().any(|n| n.contains("gen-")), "{work:?}");
+
+    // Only the generated ConfigMap's name tells that its input changed.
+    repo.write("gen/settings.conf", "colour = red\n");
+    let (same, work, revision) = compare();
+    assert!(!same, "a generator's input changed");
+    assert_ne!(work, revision);
+    repo.write("gen/settings.conf", "colour = blue\n");
+    assert!(compare().0);
+
+    repo.write("gen/cm.yaml", CONFIGMAP.replace("a: b", "a: c"));
+    assert!(!compare().0, "a YAML file changed");
+    repo.write("gen/cm.yaml", CONFIGMAP);
+    assert!(compare().0);
+
+    repo.write("gen/extra.yaml", CONFIGMAP);
+    assert!(!compare().0, "an untracked YAML file");
+    std::fs::remove_file(repo.path().join("gen/extra.yaml")).unwrap();
+    repo.write("gen/notes.txt", "n");
+    assert!(!compare().0, "an untracked file of another kind");
+}
+
 /// At a revision where PATH does not exist, the repository is empty; a revision that does not
 /// exist is an error naming it.
 #[test]
