@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example bench_fleet -- [--sizes 1000,10000,100000] [--dir /tmp/fleet]
-//!                                             [--seed S] [--runs 3] [--timeout SECS]
+//!                                             [--seed S] [--runs 3] [--timeout SECS] [--git]
 //! ```
 //!
 //! For each size the fleet is generated under `DIR/<size>` (see `examples/fleet/mod.rs`), then
@@ -26,6 +26,11 @@
 //!   (the whole-move gate re-plans the later phases of every first phase, then every fix is
 //!   re-verified against a re-modelled copy of the repository), the unified diff and the text
 //!   report. Only the kustomize gate is left out: it runs an external `kubectl`/`kustomize`.
+//!   In a fleet's own git checkout, as `fluxmend fix` there: the default base revision is read
+//!   beside the work tree for the transition gate (`verify::Deployed`: modelled only when it
+//!   differs).
+//! * with `--git`, `fix` again in a clean git checkout of the same fleet (`DIR/<size>-git`,
+//!   committed with the `git` command): what a bot's `fix` on its checkout costs.
 
 #[path = "fleet/mod.rs"]
 mod fleet;
@@ -42,7 +47,7 @@ use saphyr_parser::{Event, Parser, Span, SpannedEventReceiver};
 #[global_allocator]
 static GLOBAL: fluxmend::platform::Allocator = fluxmend::platform::Allocator {};
 
-const USAGE: &str = "usage: bench_fleet [--sizes 1000,10000,100000] [--dir /tmp/fleet] [--seed S] [--runs N] [--timeout SECS]";
+const USAGE: &str = "usage: bench_fleet [--sizes 1000,10000,100000] [--dir /tmp/fleet] [--seed S] [--runs N] [--timeout SECS] [--git]";
 
 /// Phases a child can run.
 const PHASES: &[&str] = &["floor", "check", "fix"];
@@ -56,6 +61,8 @@ struct Options {
     seed: u64,
     runs: usize,
     timeout: Duration,
+    /// Also run `fix` in a clean git checkout of each fleet.
+    git: bool,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +98,7 @@ fn parse_options(args: &[String]) -> Result<Option<Options>, String> {
         seed: 1,
         runs: 3,
         timeout: Duration::from_secs(150),
+        git: false,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -125,6 +133,7 @@ fn parse_options(args: &[String]) -> Result<Option<Options>, String> {
                         .map_err(|e| format!("--timeout: {e}"))?,
                 );
             }
+            "--git" => options.git = true,
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -231,6 +240,8 @@ struct Row {
     floor: Measured,
     check: Measured,
     fix: Measured,
+    /// `fix` in a clean git checkout of the fleet (`--git`).
+    fix_git: Option<Measured>,
 }
 
 fn run(options: &Options) -> Result<(), String> {
@@ -283,16 +294,52 @@ fn run(options: &Options) -> Result<(), String> {
         let fix = measured.pop().expect("three phases");
         let check = measured.pop().expect("three phases");
         let floor = measured.pop().expect("three phases");
+        let fix_git = if options.git {
+            let checkout = options.dir.join(format!("{size}-git"));
+            fleet::generate(&checkout, size, options.seed)
+                .map_err(|e| format!("generating {}: {e}", checkout.display()))?;
+            commit_all(&checkout)?;
+            let m = measure(&exe, "fix", &checkout, options)?;
+            eprintln!(
+                "[{size}] fix in a git checkout: median {} ms over {} run(s)",
+                m.ms_text(),
+                m.samples.len()
+            );
+            Some(m)
+        } else {
+            None
+        };
         rows.push(Row {
             stats,
             gen_s,
             floor,
             check,
             fix,
+            fix_git,
         });
     }
     print_report(&rows, empty.max("hwm_kb") * 1024.0, options);
     Ok(())
+}
+
+/// Make `dir` a git repository whose one commit holds every file: a clean checkout.
+fn commit_all(dir: &Path) -> Result<(), String> {
+    let git = |args: &[&str]| -> Result<(), String> {
+        let status = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("git: {e}"))?;
+        status
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("git {args:?} in {} failed", dir.display()))
+    };
+    git(&["init", "-q"])?;
+    git(&["add", "-A"])?;
+    git(&["commit", "-q", "-m", "fleet"])
 }
 
 fn measure(exe: &Path, phase: &str, dir: &Path, options: &Options) -> Result<Measured, String> {
@@ -487,6 +534,38 @@ fn print_report(rows: &[Row], empty_rss: f64, options: &Options) {
             r.fix.samples.len(),
         );
     }
+    if rows.iter().all(|r| r.fix_git.is_none()) {
+        return;
+    }
+    println!();
+    println!(
+        "fix in a clean git checkout of the same fleet (the base revision read beside the work tree; `base`: whether it was modelled on its own or is the work tree's model):"
+    );
+    println!();
+    println!(
+        "| files | fix ms | fix/floor | fix RSS MB | fix RSS beyond empty / YAML bytes | base ms | base | verify ms | fixes kept | fix runs |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let Some(fix) = &r.fix_git else { continue };
+        let rss = fix.max("hwm_kb") * 1024.0;
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.stats.files,
+            fix.ms_text(),
+            ratio(
+                fix.ms_bound() / r.floor.median("ms"),
+                fix.samples.is_empty()
+            ),
+            mb(rss),
+            growth(rss, r.stats.yaml_bytes as f64),
+            num(fix.median("base_ms"), 0),
+            fix.first("base"),
+            num(fix.median("verify_ms"), 0),
+            fix.first("kept"),
+            fix.samples.len(),
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -609,11 +688,34 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         let mut diagnostics = model.all_diagnostics();
         diagnostics.extend(outcome.diagnostics);
         let diagnostics = fluxmend::diagnostics::dedup(diagnostics);
+        // In a checkout (`--git`), as `fluxmend fix` there: its default base read beside the
+        // work tree, modelled only when it differs from it. Elsewhere none, wherever DIR is.
+        let t_base = Instant::now();
+        let in_checkout = dir.join(".git").exists();
+        let deployed = match fluxmend::load::revision::default_base(dir).filter(|_| in_checkout) {
+            Some(rev) => {
+                let read = fluxmend::load::revision::load_revision(dir, &rev, &[], Some(&repo))
+                    .map_err(|e| e.to_string())?;
+                Some(fluxmend::verify::Deployed::new(rev, read, &model))
+            }
+            None => None,
+        };
+        let built = deployed.as_ref().and_then(|d| d.model(&model, &options));
+        let base = deployed
+            .as_ref()
+            .map_or(fluxmend::verify::Base::WorkTree, |d| {
+                d.base(built.as_ref(), &model)
+            });
+        let base_kind = match &deployed {
+            None => "none",
+            Some(d) if d.differs() => "modelled",
+            Some(_) => "work_tree",
+        };
         let t4 = Instant::now();
         let plan = fluxmend::verify::gates::plan_with(
             &repo,
             &model,
-            fluxmend::verify::Base::WorkTree,
+            base,
             &options,
             outcome.findings,
             fluxmend::verify::gates::VerifyMode::Builtin,
@@ -633,7 +735,9 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         );
         let t6 = Instant::now();
         fields.push_str(&format!(
-            " verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={} report_bytes={}",
+            " base_ms={:.3} base={} verify_ms={:.3} diff_ms={:.3} kept={} changed_files={} diff_bytes={} report_bytes={}",
+            ms(t_base, t4),
+            base_kind,
             ms(t4, t5),
             ms(t5, t6),
             plan.findings.iter().filter(|f| f.fix().is_some()).count(),
@@ -644,6 +748,8 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         std::mem::forget(plan);
         std::mem::forget(diff);
         std::mem::forget(report);
+        std::mem::forget(built);
+        std::mem::forget(deployed);
     } else {
         std::mem::forget(findings);
     }

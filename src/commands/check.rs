@@ -10,8 +10,8 @@ use crate::cli::{CheckArgs, CheckFormat};
 use super::output::print_styled;
 use super::status::{ExitStatus, UsageError, usage};
 use super::steps::{
-    base_of, base_revision, below_path, build_model, deployed_model, findings_and_diagnostics,
-    load, select_rules, work_tree_top,
+    base_of, base_revision, below_path, build_model, findings_and_diagnostics, load, select_rules,
+    work_tree_top,
 };
 
 /// Run `check`.
@@ -81,7 +81,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<ExitStatus, UsageError> {
                 let deployed = base_revision(&model, &args.repo.path, None, &exclude)
                     .ok()
                     .flatten();
-                let deployed_model = deployed_model(&model, deployed.as_ref(), &options);
+                let deployed_model = deployed.as_ref().and_then(|d| d.model(&model, &options));
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
                     &model,

@@ -11,8 +11,7 @@ use crate::cli::{ColorWhen, FixArgs, FixStrategy, Format};
 use super::output::{eprint_styled, print_styled};
 use super::status::{ExitStatus, UsageError, usage};
 use super::steps::{
-    base_of, base_revision, build_model, deployed_model, findings_and_diagnostics, load,
-    select_rules,
+    base_of, base_revision, build_model, findings_and_diagnostics, load, select_rules,
 };
 
 /// Run `fix`.
@@ -50,7 +49,7 @@ pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
         &config.exclude,
     )
     .map_err(usage)?;
-    let deployed_model = deployed_model(&model, deployed.as_ref(), &options);
+    let deployed_model = deployed.as_ref().and_then(|d| d.model(&model, &options));
     let strategy = match args.strategy {
         FixStrategy::Wait => fluxmend::rules::Strategy::Wait,
         FixStrategy::HealthChecks => fluxmend::rules::Strategy::HealthChecks,

@@ -8,6 +8,7 @@ use fluxmend::config::Config;
 use fluxmend::diagnostics::{Diagnostic, Severity};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
+use fluxmend::verify::{Base, Deployed};
 
 use crate::cli::RepoArgs;
 
@@ -83,17 +84,15 @@ pub(crate) fn load(args: &RepoArgs) -> Result<(Repo, ModelOptions, Config), Usag
 
 /// The repository the cluster runs, for the transition gate: `--base REV`, else the default
 /// base of PATH's git repository (see `load::revision::default_base`), read with the work
-/// tree's `exclude` beside the work tree (`model`'s repository); `None` when PATH is not in git
-/// (the work tree is then the base). With the name reports give it, and without the repository
-/// when it holds what the work tree holds (a clean checkout: [`Model::is_model_of`]): `model` is
-/// then the deployed revision's too, and the revision's files and git objects are dropped
-/// rather than modelled a second time (issue 26). `Err` says why it cannot be read.
+/// tree's `exclude` beside the work tree (`model`'s repository, whose model it may share:
+/// [`Deployed`]); `None` when PATH is not in git (the work tree is then the base). `Err` says why
+/// it cannot be read.
 pub(crate) fn base_revision(
     model: &Model,
     path: &std::path::Path,
     given: Option<&str>,
     exclude: &[String],
-) -> Result<Option<(String, Option<Repo>)>, String> {
+) -> Result<Option<Deployed>, String> {
     use fluxmend::load::revision;
     let (rev, name) = match given {
         Some(rev) => (rev.to_string(), rev.to_string()),
@@ -113,36 +112,17 @@ pub(crate) fn base_revision(
         };
         format!("--base: {e}{hint}")
     })?;
-    let differs = !model.is_model_of(&repo);
-    Ok(Some((name, differs.then_some(repo))))
+    Ok(Some(Deployed::new(name, repo, model)))
 }
 
-/// The model of the revision [`base_revision`] read, built beside the work tree's `model`
-/// ([`Model::build_variant`]); `None` when there is none or `model` is its model.
-pub(crate) fn deployed_model<'a>(
-    model: &Model,
-    deployed: Option<&'a (String, Option<Repo>)>,
-    options: &ModelOptions,
-) -> Option<Model<'a>> {
-    let repo = deployed?.1.as_ref()?;
-    Some(model.build_variant(repo, options))
-}
-
-/// The transition gate's base: the work tree when no revision was read; else the revision
-/// named, played from its model (`built`, beside the work tree's: [`Model::build_variant`]) or,
-/// when it holds what the work tree holds, from the work tree's `model`.
+/// The transition gate's base: the revision read ([`base_revision`]), played from its own model
+/// (`built`, [`Deployed::model`]) or the work tree's `model`; the work tree when none was read.
 pub(crate) fn base_of<'a>(
-    deployed: Option<&'a (String, Option<Repo>)>,
+    deployed: Option<&'a Deployed>,
     built: Option<&'a Model<'a>>,
     model: &'a Model<'a>,
-) -> fluxmend::verify::Base<'a> {
-    match deployed {
-        Some((name, _)) => fluxmend::verify::Base::Revision {
-            name,
-            model: built.unwrap_or(model),
-        },
-        None => fluxmend::verify::Base::WorkTree,
-    }
+) -> Base<'a> {
+    deployed.map_or(Base::WorkTree, |d| d.base(built, model))
 }
 
 /// `--source-root` as a path relative to the root, `/`-separated: it must name a directory

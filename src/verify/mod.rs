@@ -29,12 +29,14 @@ use crate::rollout::{self, Consequence};
 use crate::rules::{self, Dropped, Finding, Fix, Gate, GateFailure, Phase, Remedy};
 
 pub mod context;
+mod deployed;
 pub mod gates;
 pub mod kustomize;
 mod moves;
 mod render;
 pub mod yaml;
 
+pub use deployed::Deployed;
 pub use render::{Allowed, without_protection};
 use render::{alike_layers, render_gate};
 
