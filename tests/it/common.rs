@@ -408,16 +408,33 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Commit everything in the work tree at `dir` (a git repository) as the tester.
+pub fn commit_all(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+}
+
+/// `dir` made a git repository on `main` whose one commit holds everything in it.
+pub fn init_and_commit_all(dir: &Path, message: &str) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    commit_all(dir, message);
+}
+
 /// A git repository holding `fixtures/<case>/before` in one commit on `main`.
 pub fn git_repo_with(case: &str) -> TempRepo {
     let repo = TempRepo::copy_of(&fixture(case, "before"));
-    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
-    git(
-        repo.path(),
-        &[&as_tester[..], &["commit", "-qm", "init"]].concat(),
-    );
+    init_and_commit_all(repo.path(), "init");
     repo
 }
 

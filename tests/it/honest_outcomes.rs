@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::common::{self, TempRepo, command_args, copy_tree, fluxmend, git, summary, tree};
+use crate::common::{self, TempRepo, command_args, copy_tree, fluxmend, summary, tree};
 
 /// `git apply ARGS… -` in `dir`, the diff on stdin: whether git accepted it, and its stderr.
 fn git_apply(dir: &Path, args: &[&str], diff: &str) -> (bool, String) {
@@ -34,14 +34,6 @@ fn work_files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// Commit everything in `dir` as a fresh git repository on `main`.
-fn git_init_commit(dir: &Path) {
-    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &[&as_tester[..], &["add", "-A"]].concat());
-    git(dir, &[&as_tester[..], &["commit", "-qm", "init"]].concat());
-}
-
 // 1. The walk reads what Flux reads.
 
 /// A `*.yaml` in a `.gitignore` above PATH, a `.ignore` file and `.git/info/exclude` hide
@@ -63,7 +55,7 @@ fn ignore_files_flux_does_not_read_hide_nothing() {
     assert_eq!(files(&root), common::LAYOUT_FILES);
 
     // In a git repository: its exclude file is the user's, not Flux's; its .gitignore applies.
-    git_init_commit(&root);
+    common::init_and_commit_all(&root, "init");
     std::fs::write(root.join(".git/info/exclude"), "*.yaml\n").unwrap();
     assert_eq!(files(&root), common::LAYOUT_FILES);
     std::fs::write(root.join(".gitignore"), "infra/\n").unwrap();
@@ -152,7 +144,7 @@ fn work_tree_with_layout_below() -> TempRepo {
         TempRepo::with_protected_flux_instance().path(),
         &repo.path().join("deploy/k8s"),
     );
-    git_init_commit(repo.path());
+    common::init_and_commit_all(repo.path(), "init");
     repo
 }
 

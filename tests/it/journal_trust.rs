@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::common::{TempRepo, fixture, fluxmend, git, git_repo_with, tree};
+use crate::common::{TempRepo, commit_all, fixture, fluxmend, git_repo_with, tree};
 use sha2::Digest as _;
 
 const JOURNAL: &str = ".fluxmend-journal";
@@ -69,22 +69,6 @@ fn exploit_v1(repo: &TempRepo) -> String {
     )
 }
 
-fn commit_all(dir: &Path) {
-    git(dir, &["add", "-A"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "journal",
-        ],
-    );
-}
-
 #[test]
 fn a_dry_run_never_acts_on_a_journal() {
     for (label, make) in [
@@ -96,7 +80,7 @@ fn a_dry_run_never_acts_on_a_journal() {
             let text = make(&repo);
             repo.write(JOURNAL, &text);
             if tracked {
-                commit_all(repo.path());
+                commit_all(repo.path(), "journal");
             }
             let before = everything(repo.path());
             let run = fluxmend(["fix", "--verify", "builtin", repo.path().to_str().unwrap()]);
@@ -123,7 +107,7 @@ fn a_journal_tracked_by_git_is_ignored_and_said_so() {
         let repo = git_repo_with("fm001-dedicated");
         let text = make(&repo);
         repo.write(JOURNAL, &text);
-        commit_all(repo.path());
+        commit_all(repo.path(), "journal");
         let before = everything(repo.path());
         let root = repo.path().to_str().unwrap();
         for command in ["check", "graph"] {
@@ -261,7 +245,7 @@ fn recovery_acts_only_on_what_the_journal_proves() {
             journal: |repo| {
                 let planted = temp(LAYER, "iiiiiiiiii");
                 repo.write(&planted, ATTACKER);
-                commit_all(repo.path());
+                commit_all(repo.path(), "journal");
                 format!(
                     "fluxmend-journal 2\ntemp \"{planted}\" \"{}\"\n",
                     sha(ATTACKER.as_bytes())

@@ -195,20 +195,7 @@ fn assert_markdown_safe(what: &str, text: &str) {
 fn pull_request_text_is_inert_markdown() {
     let repo = hostile_repo();
     let root = repo.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    git(root, &["add", "-A"]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    common::init_and_commit_all(root, "init");
     let body = root.join("../pr-body.md");
     let run = fluxmend([
         "fix",
@@ -304,20 +291,7 @@ fn git_apply(dir: &Path, diff: &str) {
 fn diff_paths_are_quoted_as_git_quotes_them() {
     let repo = hostile_repo();
     let root = repo.path();
-    git(root, &["init", "-q", "-b", "main"]);
-    git(root, &["add", "-A"]);
-    git(
-        root,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    common::init_and_commit_all(root, "init");
     let dry = fluxmend(["fix", root.to_str().unwrap(), "--verify", "builtin"]);
     assert_eq!(dry.code, 1, "{}", dry.stderr);
     // The dry-run diff applies with git apply.

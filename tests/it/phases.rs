@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{self, TempRepo, differing_paths, fixture, fluxmend, git, git_repo_with, tree};
+use crate::common::{
+    self, TempRepo, commit_all, differing_paths, fixture, fluxmend, git, git_repo_with, tree,
+};
 
 /// The move of fm001-inline: phase 1 protects the FluxInstance, phase 2 moves it.
 const CASE: &str = "fm001-inline";
@@ -38,22 +40,6 @@ fn work_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn assert_tree_is(dir: &Path, stage: &str) {
     let differing = differing_paths(&work_tree(dir), &tree(&fixture(CASE, stage)));
     assert!(differing.is_empty(), "differs from {stage}/: {differing:?}");
-}
-
-fn commit_all(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(
-        dir,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            message,
-        ],
-    );
 }
 
 /// The FM001 finding's reason for having no fix, from `fix --format json`.

@@ -1166,13 +1166,7 @@ fn a_path_below_the_work_tree_resolves_layers_from_the_top_level() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: lab\ndata:\n  a: b\n",
     )
     .write("talos/machine.yaml", "machine: [unclosed\n");
-    let as_tester = ["-c", "user.name=t", "-c", "user.email=t@t"];
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    git(repo.path(), &[&as_tester[..], &["add", "-A"]].concat());
-    git(
-        repo.path(),
-        &[&as_tester[..], &["commit", "-qm", "init"]].concat(),
-    );
+    init_and_commit_all(repo.path(), "init");
     let path = repo.path().join("kubernetes");
     let run = fluxmend(command_args("check", &path, &["--format", "json"]));
     let report = run.json();

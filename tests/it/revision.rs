@@ -324,19 +324,9 @@ fn a_revision_loads_as_its_checkout_does() {
         )
         .symlink("cm.yaml", "apps/link.yaml");
     git(repo.path(), &["init", "-q", "-b", "main"]);
+    // Ignored files too: the revision holds them, and the load must leave them out.
     git(repo.path(), &["add", "-A", "-f"]);
-    git(
-        repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "all",
-        ],
-    );
+    common::commit_all(repo.path(), "all");
     let exclude = vec!["excluded/".to_string()];
     let disk = Repo::load_excluding(repo.path(), &exclude).unwrap();
     let revision = load_revision(repo.path(), "HEAD", &exclude, None).unwrap();
@@ -416,20 +406,7 @@ fn a_clean_checkouts_revision_has_the_work_trees_model() {
         "clusters/flux-system.yaml",
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./gen\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
     );
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    git(repo.path(), &["add", "-A"]);
-    git(
-        repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "all",
-        ],
-    );
+    common::init_and_commit_all(repo.path(), "all");
     let options = ModelOptions::default();
     let applied = |model: &Model| {
         let mut names: Vec<String> = model
@@ -478,20 +455,7 @@ fn a_clean_checkouts_revision_has_the_work_trees_model() {
 fn a_path_missing_at_the_revision_is_empty_and_an_unknown_revision_an_error() {
     let repo = common::TempRepo::empty();
     repo.write("a/cm.yaml", CONFIGMAP);
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    git(repo.path(), &["add", "-A"]);
-    git(
-        repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "a",
-        ],
-    );
+    common::init_and_commit_all(repo.path(), "a");
     repo.write("b/cm.yaml", CONFIGMAP);
     let empty = load_revision(&repo.path().join("b"), "HEAD", &[], None).unwrap();
     assert!(empty.files.is_empty() && empty.diagnostics.is_empty());
