@@ -59,7 +59,7 @@ pub(crate) fn simulate(args: &SimulateArgs) -> Result<ExitStatus, UsageError> {
     let fixed = fixed_layout(&repo, &options, &rules, &config);
     // Said only when the fixes change what this failure does.
     let after = fixed
-        .map(|r| failure::simulate(&Model::build(&r, &options), &targets))
+        .map(|r| failure::simulate(&model.build_variant(&r, &options), &targets))
         .filter(|after| *after != before);
     print!(
         "{}",
@@ -126,10 +126,9 @@ fn simulate_from(args: &SimulateArgs, from: &str) -> Result<ExitStatus, UsageErr
             .map(|(n, d)| (n.to_string(), d.trim_end_matches('/').to_string()))
             .collect(),
     };
-    let played = rollout::play(
-        &Model::build(&before, &options),
-        &Model::build(&after, &options),
-    );
+    // The revisions differ in a few files: the later one is modelled beside the earlier.
+    let before = Model::build(&before, &options);
+    let played = rollout::play(&before, &before.build_variant(&after, &options));
     print!(
         "{}",
         match args.format {
