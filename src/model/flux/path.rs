@@ -51,16 +51,24 @@ pub(super) fn expand_path(
                     Some((prefix, placeholder, suffix)) => {
                         for sub in model.repo.subdirs(&dir) {
                             let name = sub.rsplit('/').next().unwrap_or(sub);
-                            if name.len() > prefix.len() + suffix.len()
-                                && name.starts_with(prefix)
-                                && name.ends_with(suffix)
+                            if name.len() <= prefix.len() + suffix.len()
+                                || !name.starts_with(prefix)
+                                || !name.ends_with(suffix)
                             {
-                                let mut b = bindings.clone();
-                                b.push((
-                                    placeholder.to_string(),
-                                    name[prefix.len()..name.len() - suffix.len()].to_string(),
-                                ));
-                                next.push((sub.to_string(), b));
+                                continue;
+                            }
+                            let value = &name[prefix.len()..name.len() - suffix.len()];
+                            // A placeholder stands for one value wherever it is written (it
+                            // is replaced before Flux reads the path): a directory naming
+                            // another is not on this path.
+                            match bindings.iter().find(|(p, _)| p == placeholder) {
+                                Some((_, bound)) if bound != value => {}
+                                Some(_) => next.push((sub.to_string(), bindings.clone())),
+                                None => {
+                                    let mut b = bindings.clone();
+                                    b.push((placeholder.to_string(), value.to_string()));
+                                    next.push((sub.to_string(), b));
+                                }
                             }
                         }
                     }
@@ -77,4 +85,52 @@ pub(super) fn expand_path(
         current = next;
     }
     Ok(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_path;
+    use crate::load::{Repo, write_test_file as write};
+    use crate::model::{Model, ModelOptions};
+
+    /// A placeholder written twice in a path stands for one value: `clusters/a/apps/b` is not
+    /// a match of `clusters/${CLUSTER}/apps/${CLUSTER}`, and each match binds it once.
+    #[test]
+    fn a_placeholder_written_twice_binds_one_value() {
+        let tmp = tempfile::tempdir().unwrap();
+        for dir in [
+            "clusters/a/apps/a",
+            "clusters/a/apps/b",
+            "clusters/b/apps/b",
+        ] {
+            write(tmp.path(), &format!("{dir}/cm.yaml"), "kind: ConfigMap\n");
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        let model = Model::build(&repo, &ModelOptions::default());
+        let mut clamped = false;
+        let found = expand_path(
+            &model,
+            "",
+            "./clusters/${CLUSTER}/apps/${CLUSTER}",
+            &mut clamped,
+        )
+        .unwrap();
+        let bound = |dir: &str, value: &str| {
+            (
+                dir.to_string(),
+                vec![("${CLUSTER}".to_string(), value.to_string())],
+            )
+        };
+        assert_eq!(
+            found,
+            [
+                bound("clusters/a/apps/a", "a"),
+                bound("clusters/b/apps/b", "b")
+            ]
+        );
+        assert!(!clamped);
+        // Two placeholders are independent.
+        let found = expand_path(&model, "", "./clusters/${A}/apps/${B}", &mut clamped).unwrap();
+        assert_eq!(found.len(), 3);
+    }
 }
