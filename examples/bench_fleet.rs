@@ -692,7 +692,10 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
         // work tree, modelled only when it differs from it. Elsewhere none, wherever DIR is.
         let t_base = Instant::now();
         let in_checkout = dir.join(".git").exists();
-        let deployed = match fluxmend::load::revision::default_base(dir).filter(|_| in_checkout) {
+        let deployed = match in_checkout
+            .then(|| fluxmend::load::revision::default_base(dir))
+            .flatten()
+        {
             Some(rev) => {
                 let read = fluxmend::load::revision::load_revision(dir, &rev, &[], Some(&repo))
                     .map_err(|e| e.to_string())?;
@@ -701,11 +704,7 @@ fn check(dir: &Path, fix: bool) -> Result<String, String> {
             None => None,
         };
         let built = deployed.as_ref().and_then(|d| d.model(&model, &options));
-        let base = deployed
-            .as_ref()
-            .map_or(fluxmend::verify::Base::WorkTree, |d| {
-                d.base(built.as_ref(), &model)
-            });
+        let base = fluxmend::verify::base_of(deployed.as_ref(), built.as_ref(), &model);
         let base_kind = match &deployed {
             None => "none",
             Some(d) if d.differs() => "modelled",

@@ -10,7 +10,7 @@ use crate::cli::{CheckArgs, CheckFormat};
 use super::output::print_styled;
 use super::status::{ExitStatus, UsageError, usage};
 use super::steps::{
-    base_of, base_revision, below_path, build_model, findings_and_diagnostics, load, select_rules,
+    base_revision, below_path, build_model, findings_and_diagnostics, load, select_rules,
     work_tree_top,
 };
 
@@ -85,7 +85,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<ExitStatus, UsageError> {
                 let plan = fluxmend::verify::gates::plan_with(
                     &repo,
                     &model,
-                    base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
+                    fluxmend::verify::base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
                     &options,
                     findings.clone(),
                     VerifyMode::Builtin,

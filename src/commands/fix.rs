@@ -10,9 +10,7 @@ use crate::cli::{ColorWhen, FixArgs, FixStrategy, Format};
 
 use super::output::{eprint_styled, print_styled};
 use super::status::{ExitStatus, UsageError, usage};
-use super::steps::{
-    base_of, base_revision, build_model, findings_and_diagnostics, load, select_rules,
-};
+use super::steps::{base_revision, build_model, findings_and_diagnostics, load, select_rules};
 
 /// Run `fix`.
 pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
@@ -61,7 +59,7 @@ pub(crate) fn fix(args: &FixArgs) -> Result<ExitStatus, UsageError> {
     let plan = fluxmend::verify::gates::plan_with(
         &repo,
         &model,
-        base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
+        fluxmend::verify::base_of(deployed.as_ref(), deployed_model.as_ref(), &model),
         &options,
         findings,
         mode,

@@ -127,8 +127,8 @@ fn simulate_from(args: &SimulateArgs, from: &str) -> Result<ExitStatus, UsageErr
             .collect(),
     };
     // The revisions differ in a few files: the later one is modelled beside the earlier.
-    let before = Model::build(&before, &options);
-    let played = rollout::play(&before, &before.build_variant(&after, &options));
+    let from = Model::build(&before, &options);
+    let played = rollout::play(&from, &from.build_variant(&after, &options));
     print!(
         "{}",
         match args.format {

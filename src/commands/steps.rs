@@ -8,7 +8,7 @@ use fluxmend::config::Config;
 use fluxmend::diagnostics::{Diagnostic, Severity};
 use fluxmend::load::Repo;
 use fluxmend::model::{Model, ModelOptions};
-use fluxmend::verify::{Base, Deployed};
+use fluxmend::verify::Deployed;
 
 use crate::cli::RepoArgs;
 
@@ -113,16 +113,6 @@ pub(crate) fn base_revision(
         format!("--base: {e}{hint}")
     })?;
     Ok(Some(Deployed::new(name, repo, model)))
-}
-
-/// The transition gate's base: the revision read ([`base_revision`]), played from its own model
-/// (`built`, [`Deployed::model`]) or the work tree's `model`; the work tree when none was read.
-pub(crate) fn base_of<'a>(
-    deployed: Option<&'a Deployed>,
-    built: Option<&'a Model<'a>>,
-    model: &'a Model<'a>,
-) -> Base<'a> {
-    deployed.map_or(Base::WorkTree, |d| d.base(built, model))
 }
 
 /// `--source-root` as a path relative to the root, `/`-separated: it must name a directory

@@ -51,6 +51,10 @@ pub fn load_revision(
         rev: rev.into(),
         message,
     };
+    // The listing reads each tree once: libgit2's object cache (on by default, up to 256 MB)
+    // kept every tree it read, 35 MB of `fix`'s peak in a clean checkout of 142k files (issue
+    // 26), in the system allocator's heap, where freeing it did not give it back.
+    git2::opts::enable_caching(false);
     let (git, root, prefix) = open(path).map_err(|e| match e {
         Opened::NotARepository => RevisionError::NotARepository {
             path: path.to_path_buf(),
@@ -208,10 +212,6 @@ enum Opened {
 /// The git repository holding `path`, `path` canonical, and `path` relative to the work tree's
 /// top level.
 fn open(path: &Path) -> Result<(git2::Repository, PathBuf, PathBuf), Opened> {
-    // A revision's listing reads each tree once: libgit2's object cache (on by default, up to
-    // 256 MB) kept every tree it read, 35 MB of `fix`'s peak in a clean checkout of 142k files
-    // (issue 26), in the system allocator's heap, where freeing it did not give it back.
-    git2::opts::enable_caching(false);
     let git = git2::Repository::discover(path).map_err(|_| Opened::NotARepository)?;
     let workdir = git
         .workdir()

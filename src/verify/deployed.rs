@@ -35,13 +35,18 @@ impl Deployed {
         let repo = self.differs.as_ref()?;
         Some(model.build_variant(repo, options))
     }
+}
 
-    /// The transition gate's base: the rollout played from `built` ([`Deployed::model`]) or,
-    /// when the revision holds what the work tree holds, from the work tree's `model`.
-    pub fn base<'a>(&'a self, built: Option<&'a Model<'a>>, model: &'a Model<'a>) -> Base<'a> {
-        Base::Revision {
-            name: &self.name,
-            model: built.unwrap_or(model),
-        }
-    }
+/// The transition gate's base: the work tree when no revision was read (`deployed` is `None`);
+/// else the revision, its rollout played from `built` ([`Deployed::model`]) or, when it holds
+/// what the work tree holds, from the work tree's `model`.
+pub fn base_of<'a>(
+    deployed: Option<&'a Deployed>,
+    built: Option<&'a Model<'a>>,
+    model: &'a Model<'a>,
+) -> Base<'a> {
+    deployed.map_or(Base::WorkTree, |d| Base::Revision {
+        name: &d.name,
+        model: built.unwrap_or(model),
+    })
 }

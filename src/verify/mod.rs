@@ -36,7 +36,7 @@ mod moves;
 mod render;
 pub mod yaml;
 
-pub use deployed::Deployed;
+pub use deployed::{Deployed, base_of};
 pub use render::{Allowed, without_protection};
 use render::{alike_layers, render_gate};
 
