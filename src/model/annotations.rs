@@ -69,7 +69,7 @@ pub fn annotations_with(
         obj.file,
         yaml.lookup(obj.root, &["metadata", "annotations"]),
     );
-    for &k in &r.chain {
+    for &k in r.chain.iter() {
         let of_k = common.entry(k).or_insert_with(|| {
             let kyaml = &model.repo.file(k).yaml;
             let node = kyaml

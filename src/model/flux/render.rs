@@ -3,6 +3,8 @@
 //! `nameSuffix`, renaming `spec.patches`) layered on top; and what on the way the model does
 //! not follow.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::{FileId, parent_of};
@@ -152,6 +154,8 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
             display_dir(dir)
         ));
     }
+    // Brought in by no kustomization file: one empty chain for all.
+    let no_chain: Arc<[FileId]> = Arc::from([]);
     for file in model.repo.files_in(dir) {
         let source = model.repo.file(file);
         if let Some(e) = &source.error {
@@ -177,7 +181,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
                 source.yaml.line_of(source.yaml.node(doc.root).span.start)
             ));
         }
-        out.extend(renderer.file_objects(file, &[]));
+        out.extend(renderer.file_objects(file, &no_chain));
     }
     for sub in model
         .repo

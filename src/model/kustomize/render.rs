@@ -63,13 +63,13 @@ impl<'m, 'r> Renderer<'m, 'r> {
     }
 
     /// Objects of a plain YAML file, as a resource.
-    pub fn file_objects(&self, file: FileId, chain: &[FileId]) -> Vec<Rendered> {
+    pub fn file_objects(&self, file: FileId, chain: &Arc<[FileId]>) -> Vec<Rendered> {
         self.model
             .objects_in(file)
             .map(|object| Rendered {
                 object,
                 key: self.model.objects[object].key.clone(),
-                chain: chain.to_vec(),
+                chain: chain.clone(),
                 hash_suffix: None,
             })
             .collect()
@@ -140,7 +140,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 display_dir(dir)
             ));
         };
-        let chain = [k.file];
+        let chain: Arc<[FileId]> = Arc::new([k.file]);
         let mut out = Vec::new();
         for r in &k.resources {
             out.extend(self.render_ref(r, k.file, &chain)?);
@@ -153,7 +153,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             out.push(Rendered {
                 object: *object,
                 key,
-                chain: chain.to_vec(),
+                chain: chain.clone(),
                 hash_suffix: hash_suffix.clone(),
             });
         }
@@ -207,7 +207,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             suffix: &comp.name_suffix,
         };
         let comp_file = comp.file;
-        let chain: Vec<FileId> = parent.into_iter().chain([comp_file]).collect();
+        let chain: Arc<[FileId]> = parent.into_iter().chain([comp_file]).collect();
         for r in &comp.resources {
             out.extend(self.render_ref(r, comp_file, &chain)?);
         }
@@ -223,17 +223,27 @@ impl<'m, 'r> Renderer<'m, 'r> {
         &mut self,
         r: &ResourceRef,
         listed_in: FileId,
-        chain: &[FileId],
+        chain: &Arc<[FileId]>,
     ) -> Result<Vec<Rendered>, String> {
         let text = || r.text(&self.model.repo.file(listed_in).yaml);
         match &r.target {
             RefTarget::File(file) => Ok(self.file_objects(*file, chain)),
             RefTarget::Dir(path) => {
                 let mut objs = self.render_dir_owned(path)?;
+                // The objects a directory brings in through the same files share one chain,
+                // and so do they with `chain` in front: each inner chain is prefixed once.
+                let mut last: Option<(Arc<[FileId]>, Arc<[FileId]>)> = None;
                 for o in &mut objs {
-                    // Exactly as long as it is: inventories keep every chain for the whole
-                    // run, and splicing in front would keep the room the vector grew into.
-                    o.chain = chain.iter().chain(&o.chain).copied().collect();
+                    let prefixed = match &last {
+                        Some((inner, prefixed)) if Arc::ptr_eq(inner, &o.chain) => prefixed.clone(),
+                        _ => {
+                            let prefixed: Arc<[FileId]> =
+                                chain.iter().chain(o.chain.iter()).copied().collect();
+                            last = Some((o.chain.clone(), prefixed.clone()));
+                            prefixed
+                        }
+                    };
+                    o.chain = prefixed;
                 }
                 Ok(objs)
             }

@@ -378,7 +378,7 @@ fn source_of(
         }
     }
     Source::Files {
-        chain: r.chain.clone(),
+        chain: r.chain.to_vec(),
     }
 }
 
