@@ -208,41 +208,7 @@ impl<'r> Model<'r> {
                 model.dependents_of[dep].push(id);
             }
         }
-        // (file, layer, variant) for every file a live variant renders from, then grouped by file
-        // (a fleet's inventories name a million: gathered and sorted in parallel).
-        let mut users: Vec<(u32, u32, u32)> = model
-            .layers
-            .par_iter()
-            .enumerate()
-            .filter(|(_, layer)| layer.live)
-            .flat_map_iter(|(id, layer)| {
-                let objects = &model.objects;
-                layer
-                    .variants
-                    .iter()
-                    .enumerate()
-                    .flat_map(move |(vi, variant)| {
-                        variant.inventory.iter().flat_map(move |r| {
-                            std::iter::once(objects[r.object].file)
-                                .chain(r.chain.iter().copied())
-                                .map(move |f| (f as u32, id as u32, vi as u32))
-                        })
-                    })
-            })
-            .collect();
-        users.par_sort_unstable();
-        users.dedup();
-        let mut starts = Vec::with_capacity(repo.files.len() + 1);
-        for (i, &(f, _, _)) in users.iter().enumerate() {
-            while starts.len() <= f as usize {
-                starts.push(i as u32);
-            }
-        }
-        starts.resize(repo.files.len() + 1, users.len() as u32);
-        model.file_users_start = starts;
-        // A new list of exactly their size: collected in place, the pairs would keep the room of
-        // the triples they came from.
-        model.file_users = users.iter().map(|&(_, id, vi)| (id, vi)).collect();
+        (model.file_users_start, model.file_users) = file_users(&model);
         let mut diagnostics = std::mem::take(&mut model.diagnostics);
         model.demote_unread(&mut diagnostics);
         model.diagnostics = diagnostics;
@@ -421,4 +387,59 @@ impl<'r> Model<'r> {
         out.sort_unstable();
         out
     }
+}
+
+/// For each file, the live (layer, variant index) pairs that render from it, in layer order:
+/// where each file's pairs start (one more entry than files), and the pairs. Each variant's
+/// files are listed apart (in parallel), then counted and placed by file: every (file, layer,
+/// variant) of a fleet gathered in one list to be sorted set the model's peak (20 MB of
+/// triples and their copies at 142k files, issue 26).
+fn file_users(model: &Model) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let objects = &model.objects;
+    let per_layer: Vec<Vec<Vec<u32>>> = model
+        .layers
+        .par_iter()
+        .map(|layer| {
+            if !layer.live {
+                return Vec::new();
+            }
+            layer
+                .variants
+                .iter()
+                .map(|variant| {
+                    let mut files: Vec<u32> = variant
+                        .inventory
+                        .iter()
+                        .flat_map(|r| {
+                            std::iter::once(objects[r.object].file).chain(r.chain.iter().copied())
+                        })
+                        .map(|f| f as u32)
+                        .collect();
+                    files.sort_unstable();
+                    files.dedup();
+                    files.shrink_to_fit();
+                    files
+                })
+                .collect()
+        })
+        .collect();
+    let count = model.repo.files.len();
+    let mut starts = vec![0u32; count + 1];
+    for &f in per_layer.iter().flatten().flatten() {
+        starts[f as usize + 1] += 1;
+    }
+    for i in 1..=count {
+        starts[i] += starts[i - 1];
+    }
+    let mut next = starts.clone();
+    let mut users = vec![(0, 0); starts[count] as usize];
+    for (id, variants) in per_layer.iter().enumerate() {
+        for (vi, files) in variants.iter().enumerate() {
+            for &f in files {
+                users[next[f as usize] as usize] = (id as u32, vi as u32);
+                next[f as usize] += 1;
+            }
+        }
+    }
+    (starts, users)
 }

@@ -146,3 +146,83 @@ fn find_object_resolves_by_kind_name_and_namespace() {
         Some("d/other.yaml")
     );
 }
+
+/// `users_of_file` is its definition: for every file, the live (layer, variant) pairs with an
+/// inventory entry whose object is written there or that a kustomization file there brought
+/// in, each once, in layer then variant order; a layer no root reaches uses no file.
+#[test]
+fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
+    let tmp = TempRepo::empty();
+    for cluster in ["a", "b"] {
+        let dir = format!("clusters/{cluster}");
+        tmp.write(
+            &format!("{dir}/flux-system/gotk-sync.yaml"),
+            format!(
+                "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
+                layer("flux-system", &format!("./{dir}"), None)
+            ),
+        );
+        tmp.write(
+            &format!("{dir}/apps.yaml"),
+            layer("apps", &format!("./apps/{cluster}"), None),
+        );
+        tmp.write(
+            &format!("apps/{cluster}/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n  - own.yaml\n",
+        );
+        tmp.write(
+            &format!("apps/{cluster}/own.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own-{cluster}\n  namespace: default\n"),
+        );
+    }
+    // Two layers of cluster b read the base twice over; one Flux Kustomization no root reaches.
+    tmp.write("clusters/b/more.yaml", layer("more", "./apps/base", None));
+    tmp.write("unreached/ks.yaml", layer("unreached", "./apps/base", None));
+    tmp.write(
+        "apps/base/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cm.yaml\n  - deploy.yaml\n",
+    );
+    tmp.write(
+        "apps/base/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: default\n",
+    );
+    tmp.write(
+        "apps/base/deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: default\n",
+    );
+
+    let repo = Repo::load(tmp.path()).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    assert!(
+        model.layers.iter().any(|l| !l.live),
+        "the unreached layer is modelled"
+    );
+    let mut used = 0;
+    for file in 0..repo.files.len() {
+        let mut expected = Vec::new();
+        for (id, layer) in model.live_layers() {
+            for (vi, variant) in layer.variants.iter().enumerate() {
+                if variant
+                    .inventory
+                    .iter()
+                    .any(|r| model.object(r.object).file == file || r.chain.contains(&file))
+                {
+                    expected.push((id, vi));
+                }
+            }
+        }
+        let found: Vec<_> = model.users_of_file(file).collect();
+        assert_eq!(found, expected, "{}", repo.files[file].path);
+        used += usize::from(!found.is_empty());
+    }
+    let base = repo.file_id("apps/base/cm.yaml").unwrap();
+    assert_eq!(
+        model.users_of_file(base).count(),
+        3,
+        "both clusters' apps and cluster b's second layer"
+    );
+    assert!(
+        used >= 8,
+        "the files the live layers read have users ({used})"
+    );
+}

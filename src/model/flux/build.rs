@@ -13,6 +13,7 @@ use super::path::{Bindings, expand_path};
 use super::read::{is_flux_kustomization, layer_from_object, transformed_target_namespace};
 use super::render::{flux_overlays, render_layer_dir, unmodelled_below, unmodelled_fields};
 use super::source::Sources;
+use super::spec::SharedContexts;
 
 /// A Flux Kustomization a layer applies: its object, its identity, and the
 /// `spec.targetNamespace` a transformer on the way writes into it.
@@ -42,6 +43,9 @@ pub(super) struct Builder<'m, 'r> {
     /// Flux Kustomization objects some root reaches.
     pub(super) reached: HashSet<ObjectIdx>,
     pub(super) diagnostics: Vec<Diagnostic>,
+    /// The apply contexts of this walk's layers, each kept once as the layer is added: a walk
+    /// holds every layer of its cluster until the model takes them in (issue 26).
+    contexts: SharedContexts,
 }
 
 impl<'m, 'r> Builder<'m, 'r> {
@@ -60,6 +64,7 @@ impl<'m, 'r> Builder<'m, 'r> {
             root_ids: HashSet::default(),
             reached: HashSet::default(),
             diagnostics: Vec::new(),
+            contexts: SharedContexts::default(),
         }
     }
 }
@@ -79,6 +84,7 @@ impl<'m, 'r> Builder<'m, 'r> {
             root_ids: HashSet::default(),
             reached: HashSet::default(),
             diagnostics: Vec::new(),
+            contexts: SharedContexts::default(),
         };
         let id = alone.add(root);
         alone
@@ -329,7 +335,7 @@ impl Builder<'_, '_> {
         }
     }
 
-    pub(super) fn add(&mut self, layer: Layer) -> LayerId {
+    pub(super) fn add(&mut self, mut layer: Layer) -> LayerId {
         if let Some(obj) = layer.object {
             self.reached.insert(obj);
         }
@@ -339,6 +345,7 @@ impl Builder<'_, '_> {
         }
         let id = self.layers.len();
         self.known.insert(key, id);
+        self.contexts.share(&mut layer.spec.apply_context);
         self.layers.push(layer);
         id
     }

@@ -9,8 +9,8 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::{FileId, parent_of};
 use crate::model::kustomize::{
-    KUSTOMIZATION_FILE_NAMES, RefTarget, Rendered, Renderer, ResourceRef, Transform, apply_renames,
-    check_unique, display_dir,
+    Chain, KUSTOMIZATION_FILE_NAMES, RefTarget, Rendered, Renderer, ResourceRef, Transform,
+    apply_renames, check_unique, display_dir,
 };
 use crate::model::{Model, Name, join};
 use crate::parse::Value;
@@ -155,7 +155,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
         ));
     }
     // Brought in by no kustomization file: one empty chain for all.
-    let no_chain: Arc<[FileId]> = Arc::from([]);
+    let no_chain: Chain = Arc::from([]);
     for file in model.repo.files_in(dir) {
         let source = model.repo.file(file);
         if let Some(e) = &source.error {

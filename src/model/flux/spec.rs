@@ -158,15 +158,25 @@ fn apply_context(written: impl Fn(&str) -> Option<Value>, prunes_by_default: boo
 
 /// One copy of each distinct apply context, shared by every layer that has it: most layers of
 /// a fleet apply alike, and each context is nine values with their texts (issue 26).
-pub(super) fn share_apply_contexts(layers: &mut [super::layer::Layer]) {
-    let mut distinct: HashSet<ApplyContext> = HashSet::default();
-    for layer in layers {
-        let context = &mut layer.spec.apply_context;
-        match distinct.get(context) {
+#[derive(Default)]
+pub(super) struct SharedContexts(HashSet<ApplyContext>);
+
+impl SharedContexts {
+    /// Replace `context` with the copy already known, or know it.
+    pub(super) fn share(&mut self, context: &mut ApplyContext) {
+        match self.0.get(context) {
             Some(shared) => *context = shared.clone(),
             None => {
-                distinct.insert(context.clone());
+                self.0.insert(context.clone());
             }
         }
+    }
+}
+
+/// Share the contexts of layers found apart (each walk shares its own, [`SharedContexts`]).
+pub(super) fn share_apply_contexts(layers: &mut [super::layer::Layer]) {
+    let mut distinct = SharedContexts::default();
+    for layer in layers {
+        distinct.share(&mut layer.spec.apply_context);
     }
 }

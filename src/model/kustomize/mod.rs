@@ -22,4 +22,4 @@ pub(super) use dir::{NAMED_FILE_FIELDS, patch_only_files};
 pub use patches::PatchOnTheWay;
 pub(super) use read::parse_dirs;
 pub use render::{Renderer, apply_renames, check_unique, is_identity_conflict};
-pub use rendered::{Rendered, Transform};
+pub use rendered::{Chain, Rendered, Transform};

@@ -11,7 +11,7 @@ use crate::model::{Model, Name};
 
 use super::dir::{RefTarget, ResourceRef, display_dir};
 use super::patches::PatchOnTheWay;
-use super::rendered::{Rendered, Transform};
+use super::rendered::{Chain, Rendered, Transform};
 use super::transformers::Transformers;
 
 /// Why a directory could not be rendered.
@@ -63,7 +63,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
     }
 
     /// Objects of a plain YAML file, as a resource.
-    pub fn file_objects(&self, file: FileId, chain: &Arc<[FileId]>) -> Vec<Rendered> {
+    pub fn file_objects(&self, file: FileId, chain: &Chain) -> Vec<Rendered> {
         self.model
             .objects_in(file)
             .map(|object| Rendered {
@@ -140,7 +140,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 display_dir(dir)
             ));
         };
-        let chain: Arc<[FileId]> = Arc::new([k.file]);
+        let chain: Chain = Arc::new([k.file]);
         let mut out = Vec::new();
         for r in &k.resources {
             out.extend(self.render_ref(r, k.file, &chain)?);
@@ -207,7 +207,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
             suffix: &comp.name_suffix,
         };
         let comp_file = comp.file;
-        let chain: Arc<[FileId]> = parent.into_iter().chain([comp_file]).collect();
+        let chain: Chain = parent.into_iter().chain([comp_file]).collect();
         for r in &comp.resources {
             out.extend(self.render_ref(r, comp_file, &chain)?);
         }
@@ -223,7 +223,7 @@ impl<'m, 'r> Renderer<'m, 'r> {
         &mut self,
         r: &ResourceRef,
         listed_in: FileId,
-        chain: &Arc<[FileId]>,
+        chain: &Chain,
     ) -> Result<Vec<Rendered>, String> {
         let text = || r.text(&self.model.repo.file(listed_in).yaml);
         match &r.target {
@@ -232,12 +232,12 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 let mut objs = self.render_dir_owned(path)?;
                 // The objects a directory brings in through the same files share one chain,
                 // and so do they with `chain` in front: each inner chain is prefixed once.
-                let mut last: Option<(Arc<[FileId]>, Arc<[FileId]>)> = None;
+                let mut last: Option<(Chain, Chain)> = None;
                 for o in &mut objs {
                     let prefixed = match &last {
                         Some((inner, prefixed)) if Arc::ptr_eq(inner, &o.chain) => prefixed.clone(),
                         _ => {
-                            let prefixed: Arc<[FileId]> =
+                            let prefixed: Chain =
                                 chain.iter().chain(o.chain.iter()).copied().collect();
                             last = Some((o.chain.clone(), prefixed.clone()));
                             prefixed

@@ -8,6 +8,9 @@ use crate::model::{Name, ObjectIdx, ObjectKey};
 
 use super::builtin::{is_namespaced, keeps_its_name};
 
+/// Kustomization files, outermost first.
+pub type Chain = Arc<[FileId]>;
+
 /// One object a directory renders: which object, its identity after the transformers, and the
 /// chain of kustomization files (outermost first) that brought it in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +20,7 @@ pub struct Rendered {
     /// Shared by the entries a kustomization brings in through the same files: a fleet's
     /// inventories hold ~5 times as many entries as distinct chains, each kept by every model
     /// (issue 26).
-    pub chain: Arc<[FileId]>,
+    pub chain: Chain,
     /// A generated ConfigMap/Secret's `-<hash>`: it stays last in the name whatever prefix or
     /// suffix an outer kustomization adds. Shared with the generator's entry: a fleet renders
     /// an object once per kustomization level.
