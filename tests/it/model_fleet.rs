@@ -226,3 +226,46 @@ fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
         "the files the live layers read have users ({used})"
     );
 }
+
+/// A cluster migrated to the Flux Operator: its FluxInstance syncs the folder that still holds
+/// the bootstrap Kustomization, which is then a layer of that cluster, not a cluster of its own;
+/// a bootstrap no FluxInstance reaches is its own cluster.
+#[test]
+fn a_bootstrap_a_flux_instance_reaches_is_no_cluster_of_its_own() {
+    let tmp = TempRepo::empty();
+    tmp.write(
+        "clusters/migrated/flux-instance.yaml",
+        "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/migrated\n",
+    );
+    for cluster in ["migrated", "plain"] {
+        let dir = format!("clusters/{cluster}");
+        tmp.write(
+            &format!("{dir}/flux-system/gotk-sync.yaml"),
+            format!(
+                "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
+                layer("flux-system", &format!("./{dir}"), None)
+            ),
+        );
+        tmp.write(&format!("{dir}/apps.yaml"), layer("apps", "./apps", None));
+    }
+    tmp.write(
+        "apps/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\n",
+    );
+    let repo = Repo::load(tmp.path()).unwrap();
+    let model = Model::build(&repo, &ModelOptions::default());
+    let clusters: std::collections::BTreeSet<_> = model.layers.iter().map(|l| l.cluster).collect();
+    assert_eq!(
+        clusters.len(),
+        2,
+        "{:#?}",
+        model
+            .layers
+            .iter()
+            .map(|l| (l.cluster, l.id.to_string()))
+            .collect::<Vec<_>>()
+    );
+    assert!(model.layers.iter().all(|l| l.live));
+    let apps = model.layers.iter().filter(|l| l.id.name == "apps").count();
+    assert_eq!(apps, 2, "one apps layer per cluster");
+}

@@ -100,24 +100,53 @@ fn walk_named_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
 /// then every `flux-system/flux-system` bootstrap Kustomization none of them reached, then,
 /// with neither, a bootstrap cycle. Each root's walk is independent of the others' (a root is a
 /// cluster of its own), so they run side by side, a fleet having thousands, and are taken in
-/// root order; a bootstrap Kustomization an earlier root reached is walked for nothing.
+/// root order: the syncs first, then the bootstraps they did not reach (a migration to the
+/// operator); a bootstrap an earlier bootstrap reached is walked for nothing.
 fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
     let model = b.renderer.model;
     // Each FluxInstance's sync is the root of one cluster; walk those first, so that a
     // bootstrap Kustomization they apply (a migration to the operator) is the same root.
-    let syncs = (0..model.objects.len())
+    let syncs: Vec<(Option<ObjectIdx>, Layer)> = (0..model.objects.len())
         .filter_map(|i| instance_sync(model, i))
-        .map(|sync: Sync| (None, layer_from_sync(&sync, 0)));
-    let bootstraps = flux_ks.iter().filter_map(|&idx| {
-        let key = &model.object(idx).key;
-        if key.name != "flux-system" || key.namespace.as_deref() != Some("flux-system") {
-            return None;
-        }
-        let mut layer = layer_from_object(model, idx, key, 0, None);
-        layer.live = true;
-        Some((Some(idx), layer))
-    });
-    let candidates: Vec<(Option<ObjectIdx>, Layer)> = syncs.chain(bootstraps).collect();
+        .map(|sync: Sync| (None, layer_from_sync(&sync, 0)))
+        .collect();
+    let mut roots = Vec::new();
+    walk_side_by_side(b, syncs, &mut roots);
+    let bootstraps: Vec<(Option<ObjectIdx>, Layer)> = flux_ks
+        .iter()
+        .filter_map(|&idx| {
+            let key = &model.object(idx).key;
+            if key.name != "flux-system"
+                || key.namespace.as_deref() != Some("flux-system")
+                || b.reached.contains(&idx)
+            {
+                return None;
+            }
+            let mut layer = layer_from_object(model, idx, key, 0, None);
+            layer.live = true;
+            Some((Some(idx), layer))
+        })
+        .collect();
+    walk_side_by_side(b, bootstraps, &mut roots);
+    // The kept renders were for the walks of a fleet's roots (bases many clusters include): a
+    // few megabytes at 142k files, which need not last while the layers are taken in.
+    b.renderer.forget_kept();
+    if roots.is_empty()
+        && let Some(layer) = b.bootstrap_cycle(flux_ks)
+    {
+        let alone = b.walk_alone(layer);
+        roots.push(b.absorb(alone, 0));
+    }
+    roots
+}
+
+/// Walk `candidates` (a bootstrap's object, or none; its root layer) side by side and take each
+/// in, in order, as the next cluster, but a bootstrap whose object an earlier root reached.
+fn walk_side_by_side(
+    b: &mut Builder,
+    candidates: Vec<(Option<ObjectIdx>, Layer)>,
+    roots: &mut Vec<LayerId>,
+) {
     let walked: Vec<(Option<ObjectIdx>, Builder)> = {
         let base = &*b;
         candidates
@@ -130,20 +159,12 @@ fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
     // of half a kilobyte; the largest part of the model's peak, issue 26).
     b.layers
         .reserve_exact(walked.iter().map(|(_, alone)| alone.layers.len()).sum());
-    let mut roots = Vec::new();
     for (bootstrap, alone) in walked {
         if bootstrap.is_some_and(|idx| b.reached.contains(&idx)) {
             continue;
         }
         roots.push(b.absorb(alone, roots.len()));
     }
-    if roots.is_empty()
-        && let Some(layer) = b.bootstrap_cycle(flux_ks)
-    {
-        let alone = b.walk_alone(layer);
-        roots.push(b.absorb(alone, 0));
-    }
-    roots
 }
 
 /// Flux Kustomizations no root reaches: with no root at all, every one is a root (one shared

@@ -56,6 +56,14 @@ impl<'m, 'r> Renderer<'m, 'r> {
         }
     }
 
+    /// Drop the kept renders, for this renderer and its forks: what is rendered after is
+    /// rendered again (the memo is right whatever it keeps).
+    pub fn forget_kept(&self) {
+        let mut memo = self.memo();
+        memo.kept = HashMap::default();
+        memo.requested = HashSet::default();
+    }
+
     fn memo(&self) -> MutexGuard<'_, Memo> {
         // A render that panicked leaves the memo as consistent as before it: nothing is half
         // inserted.
