@@ -14,6 +14,27 @@ fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
     )
 }
 
+/// A cluster bootstrapped with `flux bootstrap`: its `flux-system` GitRepository and the
+/// Kustomization that syncs `clusters/<cluster>`.
+fn bootstrap(tmp: &TempRepo, cluster: &str) {
+    let dir = format!("clusters/{cluster}");
+    tmp.write(
+        &format!("{dir}/flux-system/gotk-sync.yaml"),
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
+            layer("flux-system", &format!("./{dir}"), None)
+        ),
+    );
+}
+
+/// A cluster run by the Flux Operator: a FluxInstance syncing `clusters/<cluster>`.
+fn flux_instance(tmp: &TempRepo, cluster: &str) {
+    tmp.write(
+        &format!("clusters/{cluster}/flux-instance.yaml"),
+        format!("apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/{cluster}\n"),
+    );
+}
+
 #[test]
 fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
     let tmp = TempRepo::empty();
@@ -21,17 +42,9 @@ fn every_cluster_is_its_own_root_and_dependencies_stay_inside_it() {
     for cluster in ["a", "b", "c"] {
         let dir = format!("clusters/{cluster}");
         if cluster == "c" {
-            // Cluster c is run by the Flux Operator.
-            tmp.write(&format!("{dir}/flux-instance.yaml"),
-                "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/c\n",
-            );
+            flux_instance(&tmp, cluster);
         } else {
-            tmp.write(&format!("{dir}/flux-system/gotk-sync.yaml"),
-                format!(
-                    "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
-                    layer("flux-system", &format!("./{dir}"), None)
-                ),
-            );
+            bootstrap(&tmp, cluster);
         }
         tmp.write(
             &format!("{dir}/infra.yaml"),
@@ -155,13 +168,7 @@ fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
     let tmp = TempRepo::empty();
     for cluster in ["a", "b"] {
         let dir = format!("clusters/{cluster}");
-        tmp.write(
-            &format!("{dir}/flux-system/gotk-sync.yaml"),
-            format!(
-                "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
-                layer("flux-system", &format!("./{dir}"), None)
-            ),
-        );
+        bootstrap(&tmp, cluster);
         tmp.write(
             &format!("{dir}/apps.yaml"),
             layer("apps", &format!("./apps/{cluster}"), None),
@@ -233,19 +240,10 @@ fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
 #[test]
 fn a_bootstrap_a_flux_instance_reaches_is_no_cluster_of_its_own() {
     let tmp = TempRepo::empty();
-    tmp.write(
-        "clusters/migrated/flux-instance.yaml",
-        "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: GitRepository\n    url: https://example.com/fleet.git\n    ref: refs/heads/main\n    path: clusters/migrated\n",
-    );
+    flux_instance(&tmp, "migrated");
     for cluster in ["migrated", "plain"] {
         let dir = format!("clusters/{cluster}");
-        tmp.write(
-            &format!("{dir}/flux-system/gotk-sync.yaml"),
-            format!(
-                "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: https://example.com/fleet.git\n---\n{}",
-                layer("flux-system", &format!("./{dir}"), None)
-            ),
-        );
+        bootstrap(&tmp, cluster);
         tmp.write(&format!("{dir}/apps.yaml"), layer("apps", "./apps", None));
     }
     tmp.write(
