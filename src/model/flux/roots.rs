@@ -3,6 +3,7 @@
 //! (unreferenced, or every one a root when there is none).
 
 use rayon::prelude::*;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::is_within;
@@ -110,15 +111,18 @@ fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
         .filter_map(|i| instance_sync(model, i))
         .map(|sync: Sync| (None, layer_from_sync(&sync, 0)))
         .collect();
-    let mut roots = Vec::new();
-    walk_side_by_side(b, syncs, &mut roots);
+    let mut walked = walk_side_by_side(b, syncs);
+    let reached: HashSet<ObjectIdx> = walked
+        .iter()
+        .flat_map(|(_, alone)| alone.reached.iter().copied())
+        .collect();
     let bootstraps: Vec<(Option<ObjectIdx>, Layer)> = flux_ks
         .iter()
         .filter_map(|&idx| {
             let key = &model.object(idx).key;
             if key.name != "flux-system"
                 || key.namespace.as_deref() != Some("flux-system")
-                || b.reached.contains(&idx)
+                || reached.contains(&idx)
             {
                 return None;
             }
@@ -127,10 +131,22 @@ fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
             Some((Some(idx), layer))
         })
         .collect();
-    walk_side_by_side(b, bootstraps, &mut roots);
-    // The kept renders were for the walks of a fleet's roots (bases many clusters include): a
-    // few megabytes at 142k files, which need not last while the layers are taken in.
+    walked.extend(walk_side_by_side(b, bootstraps));
+    // The kept renders were for the roots' walks (bases many clusters include): megabytes at
+    // 142k files that need not last while the layers are taken in.
     b.renderer.forget_kept();
+    // Room for every walk's layers at once: grown by doubling, the vector held up to twice
+    // their records, and each growth copied them beside the old ones (a fleet has 9,000 layers
+    // of half a kilobyte; the largest part of the model's peak, issue 26).
+    b.layers
+        .reserve_exact(walked.iter().map(|(_, alone)| alone.layers.len()).sum());
+    let mut roots = Vec::new();
+    for (bootstrap, alone) in walked {
+        if bootstrap.is_some_and(|idx| b.reached.contains(&idx)) {
+            continue;
+        }
+        roots.push(b.absorb(alone, roots.len()));
+    }
     if roots.is_empty()
         && let Some(layer) = b.bootstrap_cycle(flux_ks)
     {
@@ -140,31 +156,15 @@ fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
     roots
 }
 
-/// Walk `candidates` (a bootstrap's object, or none; its root layer) side by side and take each
-/// in, in order, as the next cluster, but a bootstrap whose object an earlier root reached.
-fn walk_side_by_side(
-    b: &mut Builder,
+/// Walk from each of `candidates` (a bootstrap's object, or none; its root layer) side by side.
+fn walk_side_by_side<'m, 'r>(
+    b: &Builder<'m, 'r>,
     candidates: Vec<(Option<ObjectIdx>, Layer)>,
-    roots: &mut Vec<LayerId>,
-) {
-    let walked: Vec<(Option<ObjectIdx>, Builder)> = {
-        let base = &*b;
-        candidates
-            .into_par_iter()
-            .map(|(bootstrap, root)| (bootstrap, base.walk_alone(root)))
-            .collect()
-    };
-    // Room for every walk's layers at once: grown by doubling, the vector held up to twice
-    // their records, and each growth copied them beside the old ones (a fleet has 9,000 layers
-    // of half a kilobyte; the largest part of the model's peak, issue 26).
-    b.layers
-        .reserve_exact(walked.iter().map(|(_, alone)| alone.layers.len()).sum());
-    for (bootstrap, alone) in walked {
-        if bootstrap.is_some_and(|idx| b.reached.contains(&idx)) {
-            continue;
-        }
-        roots.push(b.absorb(alone, roots.len()));
-    }
+) -> Vec<(Option<ObjectIdx>, Builder<'m, 'r>)> {
+    candidates
+        .into_par_iter()
+        .map(|(bootstrap, root)| (bootstrap, b.walk_alone(root)))
+        .collect()
 }
 
 /// Flux Kustomizations no root reaches: with no root at all, every one is a root (one shared
