@@ -267,3 +267,95 @@ fn a_bootstrap_a_flux_instance_reaches_is_no_cluster_of_its_own() {
     let apps = model.layers.iter().filter(|l| l.id.name == "apps").count();
     assert_eq!(apps, 2, "one apps layer per cluster");
 }
+
+/// What the gates compare is the model of the repository the fix writes: for every fixture,
+/// its `before` with the files its `after` changes applied in memory (`Repo::with_changes`),
+/// modelled beside the `before` model (`Model::build_variant`), is the model of `after` loaded
+/// from disk: the same objects, kustomize directories, layers with their inventories, users of
+/// each file and diagnostics. A variant that shares more with its base must keep this true.
+#[test]
+fn a_change_modelled_in_memory_is_the_model_of_the_written_repository() {
+    use std::collections::BTreeMap;
+
+    let texts = |repo: &Repo| -> BTreeMap<String, String> {
+        repo.files
+            .iter()
+            .filter(|f| repo.generated_from(&f.path).is_none())
+            .map(|f| {
+                let bom = if f.yaml.bom { "\u{feff}" } else { "" };
+                (f.path.clone(), format!("{bom}{}", f.yaml.text()))
+            })
+            .collect()
+    };
+    let described = |m: &Model| {
+        let mut dirs: Vec<String> = m
+            .kustomize_dirs
+            .iter()
+            .map(|(dir, k)| format!("{dir}: {k:?}"))
+            .collect();
+        dirs.sort();
+        let users: Vec<String> = (0..m.repo.files.len())
+            .map(|f| {
+                format!(
+                    "{} {:?}",
+                    m.repo.files[f].path,
+                    m.users_of_file(f).collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        format!(
+            "objects {:#?}\ndirs {dirs:#?}\nlayers {:#?}\nusers {users:#?}\ndiagnostics {:#?}",
+            m.objects, m.layers, m.diagnostics
+        )
+    };
+    let options = ModelOptions::default();
+    let mut compared = 0;
+    for tree in crate::common::fixture_trees(true) {
+        if tree.stage != "after" {
+            continue;
+        }
+        let before = Repo::load(&crate::common::fixture(&tree.case, "before")).unwrap();
+        let after = Repo::load(&tree.root).unwrap();
+        let (was, now) = (texts(&before), texts(&after));
+        let mut changes: BTreeMap<String, Option<String>> = now
+            .iter()
+            .filter(|(path, text)| was.get(*path) != Some(text))
+            .map(|(path, text)| (path.clone(), Some(text.clone())))
+            .collect();
+        changes.extend(
+            was.keys()
+                .filter(|path| !now.contains_key(*path))
+                .map(|path| (path.clone(), None)),
+        );
+        if changes.is_empty() {
+            continue;
+        }
+        let base = Model::build(&before, &options);
+        let changed = before.with_changes(&changes);
+        let beside = base.build_variant(&changed, &options);
+        let written = Model::build(&after, &options);
+        let (ours, theirs) = (described(&beside), described(&written));
+        if ours != theirs {
+            let line = ours
+                .lines()
+                .zip(theirs.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            let show = |text: &str| {
+                text.lines()
+                    .skip(line.saturating_sub(5))
+                    .take(12)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            panic!(
+                "{}: the model in memory differs from the written one at line {line}:\n--- in memory\n{}\n--- written\n{}",
+                tree.case,
+                show(&ours),
+                show(&theirs)
+            );
+        }
+        compared += 1;
+    }
+    assert!(compared >= 20, "fixtures with a change: {compared}");
+}
