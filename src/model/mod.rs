@@ -125,16 +125,18 @@ impl<'r> Model<'r> {
 
     /// Whether this model is the one [`Model::build`] makes of `repo` with the same options: the
     /// repository lists the same files, each YAML file with the same text
-    /// ([`Repo::lists_the_same`]), and the generators' other inputs hold the same bytes there.
-    /// The revision a clean checkout is at is its work tree: `fix` plays its rollout from the
-    /// work tree's model rather than building the same model again (issue 26).
+    /// ([`Repo::lists_the_same`]), and the generators' other inputs hold the same bytes there or
+    /// are missing from both (a generator naming a file that does not exist fails alike). The
+    /// revision a clean checkout is at is its work tree: `fix` plays its rollout from the work
+    /// tree's model rather than building the same model again (issue 26).
     pub fn is_model_of(&self, repo: &Repo) -> bool {
         self.repo.lists_the_same(repo)
             && self.generator_inputs.iter().all(|path| {
-                matches!(
-                    (self.repo.read_bytes(path), repo.read_bytes(path)),
-                    (Ok(ours), Ok(theirs)) if ours == theirs
-                )
+                match (self.repo.read_bytes(path), repo.read_bytes(path)) {
+                    (Ok(ours), Ok(theirs)) => ours == theirs,
+                    (Err(ours), Err(theirs)) => ours.is_missing() && theirs.is_missing(),
+                    _ => false,
+                }
             })
     }
 

@@ -442,6 +442,19 @@ fn a_clean_checkouts_revision_has_the_work_trees_model() {
     repo.write("gen/cm.yaml", CONFIGMAP);
     assert!(compare().0);
 
+    // A generator naming a file that exists nowhere fails alike on both sides; one that
+    // exists in the work tree only is an input that differs.
+    let generator = std::fs::read_to_string(repo.path().join("gen/kustomization.yaml")).unwrap();
+    repo.write(
+        "gen/kustomization.yaml",
+        generator.replace("- settings.conf", "- settings.conf\n      - missing.conf"),
+    );
+    common::commit_all(repo.path(), "a generator input that does not exist");
+    assert!(compare().0, "missing from both");
+    repo.write("gen/missing.conf", "x = 1\n");
+    assert!(!compare().0, "an untracked generator input");
+    std::fs::remove_file(repo.path().join("gen/missing.conf")).unwrap();
+
     repo.write("gen/extra.yaml", CONFIGMAP);
     assert!(!compare().0, "an untracked YAML file");
     std::fs::remove_file(repo.path().join("gen/extra.yaml")).unwrap();
