@@ -30,7 +30,7 @@ pub use kustomize::{
 pub use objects::{Name, Object, ObjectIdx, ObjectKey};
 pub use paths::{join, normalize, relative_path};
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -73,16 +73,18 @@ pub struct Model<'r> {
     file_objects: Vec<u32>,
     /// kustomize directories by directory path. Boxed: most of a fleet's directories have
     /// none, and the table's empty slots then cost a pointer each, not a whole record.
-    pub kustomize_dirs: HashMap<Name, Box<KustomizeDir>>,
-    pub layers: Vec<Layer>,
+    /// This and the other parts a change often leaves equal are shared by a variant model
+    /// whose own are equal ([`Model::build_variant`]).
+    pub kustomize_dirs: Arc<HashMap<Name, Box<KustomizeDir>>>,
+    pub layers: Arc<Vec<Layer>>,
     /// For each layer, the layers that list it in `dependsOn` (the reverse edges).
-    dependents_of: Vec<Vec<LayerId>>,
+    dependents_of: Arc<Vec<Vec<LayerId>>>,
     /// For each file, the live (layer, variant index) pairs that render from it: as the file of
     /// an object they apply or a kustomization file on the way.
     /// `users_of_file(f)` is `file_users[file_users_start[f]..file_users_start[f + 1]]`.
-    file_users_start: Vec<u32>,
+    file_users_start: Arc<Vec<u32>>,
     /// 32-bit (layer, variant) pairs: a fleet's files have a million, kept by every model.
-    file_users: Vec<(u32, u32)>,
+    file_users: Arc<Vec<(u32, u32)>>,
     /// How many objects were known and their (kind, name) index, built on first use (see
     /// `find_object`).
     by_kind_name: OnceLock<(usize, KindNameIndex)>,
@@ -117,10 +119,20 @@ impl<'r> Model<'r> {
 
     /// Build the model of `repo`, a variant of this model's repository (verification's), its
     /// objects named with this model's names where the texts are the same: most of a variant's
-    /// objects are this model's, and their names were a copy each (issue 26). The model is the
-    /// one [`Model::build`] makes: names are compared and hashed by their text.
+    /// objects are this model's, and their names were a copy each (issue 26). Its kustomize
+    /// directories, layers and the indexes over them are this model's where they are equal:
+    /// a change that edits objects without adding or removing a file or an object (a move's
+    /// protection) leaves them so, and a variant kept beside the next one's build held a copy
+    /// (issue 26: `fix`'s peak). The model is the one [`Model::build`] makes: names are
+    /// compared and hashed by their text, and only equal values are shared.
     pub fn build_variant<'v>(&self, repo: &'v Repo, options: &ModelOptions) -> Model<'v> {
-        Model::build_sharing(repo, options, &self.objects)
+        let mut model = Model::build_sharing(repo, options, &self.objects);
+        share_if_equal(&mut model.kustomize_dirs, &self.kustomize_dirs);
+        share_if_equal(&mut model.layers, &self.layers);
+        share_if_equal(&mut model.dependents_of, &self.dependents_of);
+        share_if_equal(&mut model.file_users_start, &self.file_users_start);
+        share_if_equal(&mut model.file_users, &self.file_users);
+        model
     }
 
     /// Whether this model is the one [`Model::build`] makes of `repo` with the same options: the
@@ -148,11 +160,11 @@ impl<'r> Model<'r> {
             repo,
             objects,
             file_objects,
-            kustomize_dirs: HashMap::default(),
-            layers: Vec::new(),
-            dependents_of: Vec::new(),
-            file_users_start: Vec::new(),
-            file_users: Vec::new(),
+            kustomize_dirs: Arc::default(),
+            layers: Arc::default(),
+            dependents_of: Arc::default(),
+            file_users_start: Arc::default(),
+            file_users: Arc::default(),
             by_kind_name: OnceLock::new(),
             diagnostics,
             live_files: OnceLock::new(),
@@ -161,7 +173,7 @@ impl<'r> Model<'r> {
             generator_inputs: Vec::new(),
         };
         let mut diags = std::mem::take(&mut model.diagnostics);
-        model.kustomize_dirs = kustomize::parse_dirs(&model, &mut diags);
+        model.kustomize_dirs = Arc::new(kustomize::parse_dirs(&model, &mut diags));
         model.patch_only_files = kustomize::patch_only_files(&model);
         // Generated ConfigMaps and Secrets are objects too, defined by their generator entry.
         let mut dirs: Vec<&Name> = model.kustomize_dirs.keys().collect();
@@ -175,13 +187,14 @@ impl<'r> Model<'r> {
                 generators::generate(repo, dir, k.file, k.root).map(|made| (dir.clone(), made))
             })
             .collect();
+        let kustomize_dirs = Arc::make_mut(&mut model.kustomize_dirs);
         for (dir, made) in generated {
             diags.extend(made.diagnostics);
             model.generator_inputs.extend(made.inputs);
             for g in made.objects {
                 let idx = model.objects.len();
                 model.objects.push(g.object);
-                if let Some(k) = model.kustomize_dirs.get_mut(dir.as_str()) {
+                if let Some(k) = kustomize_dirs.get_mut(dir.as_str()) {
                     k.generated.push((idx, g.hash_suffix));
                 }
             }
@@ -193,7 +206,7 @@ impl<'r> Model<'r> {
         flux::build_layers(&mut model, options);
         // A layer is a large record (its spec, variants and inventories' headers): the room the
         // vector grew into would outlast the walk.
-        model.layers.shrink_to_fit();
+        Arc::make_mut(&mut model.layers).shrink_to_fit();
         if model.layers.is_empty() {
             // Nothing Flux-shaped: an empty or plain-manifest tree, a repository another one's
             // Flux applies (a tenant's apps), or the wrong PATH. The repository need not change,
@@ -204,13 +217,16 @@ impl<'r> Model<'r> {
                 .push(Diagnostic::new(Severity::Note, "", NOTHING_ANALYSED.into()));
         }
         required::check(&mut model);
-        model.dependents_of = vec![Vec::new(); model.layers.len()];
+        let mut dependents_of = vec![Vec::new(); model.layers.len()];
         for (id, layer) in model.layers.iter().enumerate() {
             for &dep in &layer.depends_on_ids {
-                model.dependents_of[dep].push(id);
+                dependents_of[dep].push(id);
             }
         }
-        (model.file_users_start, model.file_users) = file_users(&model);
+        model.dependents_of = Arc::new(dependents_of);
+        let (starts, users) = file_users(&model);
+        model.file_users_start = Arc::new(starts);
+        model.file_users = Arc::new(users);
         let mut diagnostics = std::mem::take(&mut model.diagnostics);
         model.demote_unread(&mut diagnostics);
         model.diagnostics = diagnostics;
@@ -388,6 +404,13 @@ impl<'r> Model<'r> {
         }
         out.sort_unstable();
         out
+    }
+}
+
+/// `ours`, replaced by `theirs` when equal: one value kept for both models.
+fn share_if_equal<T: PartialEq>(ours: &mut Arc<T>, theirs: &Arc<T>) {
+    if **ours == **theirs {
+        *ours = Arc::clone(theirs);
     }
 }
 

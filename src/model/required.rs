@@ -81,7 +81,7 @@ pub(super) fn check(model: &mut Model) {
     }
     let mut out = Vec::new();
     let mut done = std::collections::HashSet::new();
-    for layer in &model.layers {
+    for layer in model.layers.iter() {
         for (_, r) in layer.inventory() {
             if !incomplete[r.object] || done.contains(&r.object) {
                 continue;

@@ -122,12 +122,12 @@ fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(us
     let before_ids: HashSet<(usize, &crate::model::LayerRef)> =
         model.layers.iter().map(|l| (l.cluster, &l.id)).collect();
     let mut out: Vec<(usize, String)> = Vec::new();
-    for l in &model.layers {
+    for l in model.layers.iter() {
         if in_changed_file(model, l) {
             out.push((l.cluster, l.id.name.clone()));
         }
     }
-    for l in &after.layers {
+    for l in after.layers.iter() {
         if in_changed_file(after, l) || !before_ids.contains(&(l.cluster, &l.id)) {
             out.push((l.cluster, l.id.name.clone()));
         }

@@ -359,3 +359,51 @@ fn a_change_modelled_in_memory_is_the_model_of_the_written_repository() {
     }
     assert!(compared >= 20, "fixtures with a change: {compared}");
 }
+
+/// A variant that only edits an object (a move's protection: an annotation) keeps the
+/// base's kustomize directories and layers as they were: it shares them rather than holding a
+/// copy each (issue 26), and is still the model of its files. A variant that adds a file
+/// renumbers what follows it and shares nothing.
+#[test]
+fn a_variant_shares_what_a_change_leaves_equal() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    let tmp = TempRepo::empty();
+    for cluster in ["a", "b"] {
+        bootstrap(&tmp, cluster);
+        tmp.write(
+            &format!("clusters/{cluster}/apps.yaml"),
+            layer("apps", &format!("./apps/{cluster}"), None),
+        );
+        tmp.write(
+            &format!("apps/{cluster}/runner.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n",
+        );
+    }
+    let repo = Repo::load(tmp.path()).unwrap();
+    let options = ModelOptions::default();
+    let base = Model::build(&repo, &options);
+    let change =
+        |path: &str, text: &str| BTreeMap::from([(path.to_string(), Some(text.to_string()))]);
+
+    let annotated = repo.with_changes(&change(
+        "apps/a/runner.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+    ));
+    let variant = base.build_variant(&annotated, &options);
+    assert!(Arc::ptr_eq(&variant.layers, &base.layers));
+    assert!(Arc::ptr_eq(&variant.kustomize_dirs, &base.kustomize_dirs));
+    let own = Model::build(&annotated, &options);
+    assert_eq!(format!("{:?}", variant.layers), format!("{:?}", own.layers));
+
+    let added = repo.with_changes(&change(
+        "apps/a/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: config\n  namespace: ci\n",
+    ));
+    let variant = base.build_variant(&added, &options);
+    assert!(!Arc::ptr_eq(&variant.layers, &base.layers));
+    assert_eq!(variant.layers.len(), base.layers.len());
+    let own = Model::build(&added, &options);
+    assert_eq!(format!("{:?}", variant.layers), format!("{:?}", own.layers));
+}

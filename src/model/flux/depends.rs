@@ -31,7 +31,7 @@ pub(super) fn resolve_dependencies(model: &mut Model) {
         .collect();
     let mut resolved = Vec::new();
     let mut diagnostics = Vec::new();
-    for layer in &model.layers {
+    for layer in model.layers.iter() {
         let mut ids = Vec::new();
         for (dep, item) in &layer.depends_on {
             match by_id.get(&(layer.cluster, dep)) {
@@ -70,7 +70,10 @@ pub(super) fn resolve_dependencies(model: &mut Model) {
         ids.dedup();
         resolved.push(ids);
     }
-    for (layer, ids) in model.layers.iter_mut().zip(resolved) {
+    for (layer, ids) in std::sync::Arc::make_mut(&mut model.layers)
+        .iter_mut()
+        .zip(resolved)
+    {
         layer.depends_on_ids = ids;
     }
     // Cycles: the layers of a strongly connected component wait on each other forever.

@@ -59,7 +59,7 @@ impl HealthCheck {
 }
 
 /// One directory a layer's path stands for (a path with placeholders has one per match).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
     pub dir: String,
     /// Placeholder text and the directory name it matched, e.g. (`__PROVIDER__`, `hetzner`).
@@ -78,7 +78,7 @@ pub struct Variant {
 }
 
 /// A Flux Kustomization as a delivery layer.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Layer {
     pub id: LayerRef,
     /// The Flux Kustomization object; `None` for the root Kustomization a FluxInstance creates.

@@ -2,6 +2,8 @@
 //! bootstrap Kustomization, or a bootstrap cycle), and the Flux Kustomizations no root reaches
 //! (unreferenced, or every one a root when there is none).
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 use rustc_hash::FxHashSet as HashSet;
 
@@ -42,7 +44,7 @@ pub(in crate::model) fn build_layers(model: &mut Model, options: &ModelOptions) 
     let flux_ks: Vec<ObjectIdx> = (0..model.objects.len())
         .filter(|&i| is_flux_kustomization(model, i))
         .collect();
-    let (layers, diagnostics) = {
+    let (mut layers, diagnostics) = {
         let mut b = Builder::new(model, options, &flux_ks);
         let roots = if options.roots.is_empty() {
             walk_found_roots(&mut b, &flux_ks)
@@ -53,8 +55,8 @@ pub(in crate::model) fn build_layers(model: &mut Model, options: &ModelOptions) 
         walk_unreached(&mut b, &flux_ks, roots.len(), no_roots);
         (b.layers, b.diagnostics)
     };
-    model.layers = layers;
-    share_apply_contexts(&mut model.layers);
+    share_apply_contexts(&mut layers);
+    model.layers = Arc::new(layers);
     model.diagnostics.extend(diagnostics);
     resolve_dependencies(model);
 }

@@ -30,7 +30,7 @@ pub enum RefTarget {
 
 /// One entry of a kustomization's `resources`, `bases` or `components` list (or of a Flux
 /// Kustomization's `spec.components`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ResourceRef {
     /// The sequence item node (its span and dash are what an edit removes).
     pub item: NodeId,
@@ -46,7 +46,7 @@ impl ResourceRef {
 }
 
 /// A directory with a kustomization file.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KustomizeDir {
     /// Its folder, shared with the model's map of directories (the key).
     pub dir: Name,

@@ -144,7 +144,7 @@ fn target_namespace_spec(config: &Value) -> Option<bool> {
 }
 
 /// What a kustomization's `transformers:` and `replacements:` do to identities.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transformers {
     /// The builtin transformers that change identities, in the order kustomize runs them.
     pub identity: Vec<IdentityTransformer>,

@@ -116,7 +116,7 @@ impl Ctx<'_, '_, '_> {
             ));
         }
         // References that climb out of the folder must land outside the generated path.
-        for (kdir, k) in &model.kustomize_dirs {
+        for (kdir, k) in model.kustomize_dirs.iter() {
             if relative_below(dir, kdir).is_none() {
                 continue;
             }

@@ -278,7 +278,7 @@ fn excluded_objects(
 ) -> HashSet<(usize, String, String, String, String)> {
     let mut excluded = HashSet::default();
     for m in [model, after] {
-        for l in &m.layers {
+        for l in m.layers.iter() {
             if unverifiable.contains_key(&layer_key(l)) {
                 for (_, r) in l.inventory() {
                     excluded.insert((

@@ -25,7 +25,7 @@ pub(super) fn touched_and_affected(
     // Touched layers: their Flux Kustomization objects may differ.
     let mut touched: HashSet<LayerKey> = HashSet::default();
     for m in [model, after] {
-        for l in &m.layers {
+        for l in m.layers.iter() {
             let in_changed = l
                 .object
                 .is_some_and(|o| changed.contains(m.repo.file(m.object(o).file).path.as_str()));
