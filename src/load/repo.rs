@@ -64,6 +64,8 @@ impl Repo {
 
     /// This repository with some files replaced (`Some(text)`, BOM included) or removed
     /// (`None`): what verification re-models after a planned change, without touching disk.
+    /// As the change is committed: a folder a removal leaves without a file is gone, as git
+    /// keeps no empty folder (and kustomize-controller fails a `spec.path` that names one).
     #[must_use]
     pub fn with_changes(&self, changes: &BTreeMap<String, Option<String>>) -> Repo {
         let mut repo = Repo {
@@ -108,7 +110,41 @@ impl Repo {
         }
         files.extend(kept(&self.files[next..]));
         repo.files = files;
+        for (path, _) in changes.iter().filter(|(_, text)| text.is_none()) {
+            repo.forget_emptied_folders(parent_of(path));
+        }
         repo.finish()
+    }
+
+    /// Forget `dir` and the folders above it while they hold no file (YAML or other): the
+    /// empty folders below them go too.
+    fn forget_emptied_folders(&mut self, mut dir: &str) {
+        while !dir.is_empty() && self.dirs.contains(dir) {
+            let prefix = dir_prefix(dir);
+            let holds = |next: Option<&str>| next.is_some_and(|p| p.starts_with(&prefix));
+            let at = self.files.partition_point(|f| f.path < prefix);
+            if holds(self.files.get(at).map(|f| f.path.as_str()))
+                || holds(
+                    self.other_files
+                        .range(prefix.clone()..)
+                        .next()
+                        .map(String::as_str),
+                )
+            {
+                return;
+            }
+            let dirs = Arc::make_mut(&mut self.dirs);
+            dirs.remove(dir);
+            let below: Vec<ArcStr> = dirs
+                .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+                .take_while(|d| d.starts_with(&prefix))
+                .cloned()
+                .collect();
+            for d in below {
+                dirs.remove(&d);
+            }
+            dir = parent_of(dir);
+        }
     }
 
     /// The repository once every file is in (`files`, in path order): its ResourceSets expanded.
@@ -386,5 +422,32 @@ mod tests {
             ["a/b/c", "a/b/e"]
         );
         assert_eq!(repo.subdirs("a/b").collect::<Vec<_>>(), ["a/b/c"]);
+    }
+
+    /// A change that removes a folder's last file removes the folder, as its commit does (git
+    /// keeps no empty folder), with the empty folders below it and above it; a folder that
+    /// still holds a file (YAML or other, here or below) stays, and the loaded repository
+    /// keeps its own.
+    #[test]
+    fn a_folder_a_change_empties_is_gone() {
+        let tmp = tempfile::tempdir().unwrap();
+        for rel in ["a/b/x.yaml", "a/c/y.yaml", "d/e/z.yaml"] {
+            write(tmp.path(), rel, "kind: ConfigMap\n");
+        }
+        write(tmp.path(), "d/notes.txt", "kept\n");
+        std::fs::create_dir_all(tmp.path().join("a/b/empty")).unwrap();
+        let repo = Repo::load(tmp.path()).unwrap();
+        assert!(repo.is_dir("a/b/empty"));
+        let removed = |paths: &[&str]| {
+            repo.with_changes(&paths.iter().map(|p| (p.to_string(), None)).collect())
+        };
+        let changed = removed(&["a/b/x.yaml"]);
+        assert!(!changed.is_dir("a/b") && !changed.is_dir("a/b/empty"));
+        assert!(changed.is_dir("a") && changed.is_dir("a/c"));
+        let changed = removed(&["a/b/x.yaml", "a/c/y.yaml"]);
+        assert!(!changed.is_dir("a") && !changed.is_dir("a/c"));
+        let changed = removed(&["d/e/z.yaml"]);
+        assert!(!changed.is_dir("d/e") && changed.is_dir("d"));
+        assert!(repo.is_dir("a/b") && repo.is_dir("a/b/empty") && repo.is_dir("d/e"));
     }
 }

@@ -407,3 +407,44 @@ fn a_variant_shares_what_a_change_leaves_equal() {
     let own = Model::build(&added, &options);
     assert_eq!(format!("{:?}", variant.layers), format!("{:?}", own.layers));
 }
+
+/// A change that removes the last file of a layer's `spec.path` is modelled as committed: git
+/// keeps no empty folder, so the path no longer exists and the layer fails, as its model
+/// loaded from the committed tree says (an empty folder left on disk would render nothing and
+/// let a verification take the failure for an empty layer).
+#[test]
+fn a_layer_whose_folder_a_change_empties_has_no_path() {
+    use std::collections::BTreeMap;
+
+    let tmp = TempRepo::empty();
+    bootstrap(&tmp, "a");
+    tmp.write("clusters/a/apps.yaml", layer("apps", "./apps/a", None));
+    tmp.write(
+        "apps/a/runner.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n",
+    );
+    let repo = Repo::load(tmp.path()).unwrap();
+    let options = ModelOptions::default();
+    let base = Model::build(&repo, &options);
+    let emptied = repo.with_changes(&BTreeMap::from([("apps/a/runner.yaml".to_string(), None)]));
+    let variant = base.build_variant(&emptied, &options);
+    let messages = |m: &Model| -> Vec<String> {
+        m.diagnostics
+            .iter()
+            .map(|d| format!("{:?} {}", d.severity, d.message))
+            .collect()
+    };
+    assert!(
+        messages(&variant)
+            .iter()
+            .any(|m| m.contains("spec.path `./apps/a` does not exist")),
+        "{:#?}",
+        messages(&variant)
+    );
+    std::fs::remove_dir_all(tmp.path().join("apps")).unwrap();
+    let committed = Repo::load(tmp.path()).unwrap();
+    assert_eq!(
+        messages(&variant),
+        messages(&Model::build(&committed, &options))
+    );
+}
