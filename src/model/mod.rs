@@ -27,7 +27,7 @@ pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, PatchOnTheWay, RefTarget, Rendered, Renderer,
     ResourceRef, display_dir, is_namespaced,
 };
-pub use objects::{Name, Object, ObjectIdx, ObjectKey};
+pub use objects::{Name, Object, ObjectIdx, ObjectKey, Objects};
 pub use paths::{join, normalize, relative_path};
 
 use std::sync::{Arc, OnceLock};
@@ -67,10 +67,9 @@ pub struct ModelOptions {
 #[derive(Debug)]
 pub struct Model<'r> {
     pub repo: &'r Repo,
-    pub objects: Vec<Object>,
-    /// Objects of each file in document order.
+    pub objects: Objects,
     /// Where each file's objects start in `objects` (see [`Model::objects_in`]).
-    file_objects: Vec<u32>,
+    file_objects: Arc<Vec<u32>>,
     /// kustomize directories by directory path. Boxed: most of a fleet's directories have
     /// none, and the table's empty slots then cost a pointer each, not a whole record.
     /// This and the other parts a change often leaves equal are shared by a variant model
@@ -114,19 +113,22 @@ impl<'r> Model<'r> {
 
     /// Build the model of a loaded repository.
     pub fn build(repo: &'r Repo, options: &ModelOptions) -> Model<'r> {
-        Model::build_sharing(repo, options, &[])
+        Model::build_sharing(repo, options, &Objects::default())
     }
 
     /// Build the model of `repo`, a variant of this model's repository (verification's), its
     /// objects named with this model's names where the texts are the same: most of a variant's
-    /// objects are this model's, and their names were a copy each (issue 26). Its kustomize
-    /// directories, layers and the indexes over them are this model's where they are equal:
-    /// a change that edits objects without adding or removing a file or an object (a move's
-    /// protection) leaves them so, and a variant kept beside the next one's build held a copy
+    /// objects are this model's, and their names were a copy each (issue 26). Its runs of
+    /// objects ([`Objects`]), kustomize directories, layers and the indexes over them are this
+    /// model's where they are equal: a change that edits objects without adding or removing a
+    /// file or an object (a move's protection) leaves them so (the runs before a new file's
+    /// objects, in any change), and a variant kept beside the next one's build held a copy
     /// (issue 26: `fix`'s peak). The model is the one [`Model::build`] makes: names are
     /// compared and hashed by their text, and only equal values are shared.
     pub fn build_variant<'v>(&self, repo: &'v Repo, options: &ModelOptions) -> Model<'v> {
         let mut model = Model::build_sharing(repo, options, &self.objects);
+        model.objects.share_equal_runs(&self.objects);
+        share_if_equal(&mut model.file_objects, &self.file_objects);
         share_if_equal(&mut model.kustomize_dirs, &self.kustomize_dirs);
         share_if_equal(&mut model.layers, &self.layers);
         share_if_equal(&mut model.dependents_of, &self.dependents_of);
@@ -153,13 +155,13 @@ impl<'r> Model<'r> {
     }
 
     /// [`Model::build`], names shared with those of `known` objects.
-    fn build_sharing(repo: &'r Repo, options: &ModelOptions, known: &[Object]) -> Model<'r> {
+    fn build_sharing(repo: &'r Repo, options: &ModelOptions, known: &Objects) -> Model<'r> {
         let mut diagnostics = Vec::new();
         let (objects, file_objects) = objects::extract(repo, &mut diagnostics, known);
         let mut model = Model {
             repo,
-            objects,
-            file_objects,
+            objects: Objects::new(objects),
+            file_objects: Arc::new(file_objects),
             kustomize_dirs: Arc::default(),
             layers: Arc::default(),
             dependents_of: Arc::default(),
@@ -188,20 +190,19 @@ impl<'r> Model<'r> {
             })
             .collect();
         let kustomize_dirs = Arc::make_mut(&mut model.kustomize_dirs);
+        let mut generated_objects = Vec::new();
         for (dir, made) in generated {
             diags.extend(made.diagnostics);
             model.generator_inputs.extend(made.inputs);
             for g in made.objects {
-                let idx = model.objects.len();
-                model.objects.push(g.object);
+                let idx = model.objects.len() + generated_objects.len();
+                generated_objects.push(g.object);
                 if let Some(k) = kustomize_dirs.get_mut(dir.as_str()) {
                     k.generated.push((idx, g.hash_suffix));
                 }
             }
         }
-        // The objects are complete: what the vector grew by and never filled would last as
-        // long as the model (and a verification re-models the repository for every fix).
-        model.objects.shrink_to_fit();
+        model.objects.extend(generated_objects);
         model.diagnostics = diags;
         flux::build_layers(&mut model, options);
         // A layer is a large record (its spec, variants and inventories' headers): the room the

@@ -1,5 +1,7 @@
 //! Kubernetes objects as written: identity and provenance of every document that has one.
 
+use std::sync::Arc;
+
 use arcstr::ArcStr;
 use rustc_hash::FxHashSet as HashSet;
 
@@ -183,7 +185,7 @@ impl std::fmt::Display for ObjectKey {
 }
 
 /// One Kubernetes object: a document with `apiVersion`, `kind` and `metadata.name`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Object {
     pub file: FileId,
     /// Index of the document in its file.
@@ -200,6 +202,81 @@ pub struct Object {
 impl Object {
     pub fn is(&self, group: &str, kind: &str) -> bool {
         self.key.is(group, kind)
+    }
+}
+
+/// Objects in [`ObjectIdx`] order, held in runs of [`Objects::RUN`]: a variant model shares
+/// each run equal to its base's rather than holding a copy. A move's first phases edit a few
+/// objects and renumber none, and that model is kept beside the next phases' build (issue 26:
+/// `fix`'s peak); a run is small enough that an edit leaves most runs equal.
+#[derive(Clone, Default)]
+pub struct Objects {
+    runs: Vec<Arc<[Object]>>,
+    len: usize,
+}
+
+impl Objects {
+    /// Objects a run holds: a power of two, so that an index is a shift and a mask.
+    const RUN: usize = 256;
+
+    /// `objects`, in runs.
+    pub(super) fn new(objects: Vec<Object>) -> Objects {
+        let mut all = Objects::default();
+        all.extend(objects);
+        all
+    }
+
+    /// Add `more` after the objects there are.
+    pub(super) fn extend(&mut self, more: Vec<Object>) {
+        let mut tail: Vec<Object> = match self.runs.last() {
+            Some(last) if last.len() < Self::RUN => {
+                let last = self.runs.pop().expect("a last run");
+                last.to_vec()
+            }
+            _ => Vec::new(),
+        };
+        self.len += more.len();
+        tail.extend(more);
+        self.runs.extend(tail.chunks(Self::RUN).map(Arc::from));
+    }
+
+    /// Take `base`'s run wherever this one's is equal (same place, same objects).
+    pub(super) fn share_equal_runs(&mut self, base: &Objects) {
+        for (ours, theirs) in self.runs.iter_mut().zip(&base.runs) {
+            if ours[..] == theirs[..] {
+                *ours = Arc::clone(theirs);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Object> + '_ {
+        self.runs.iter().flat_map(|run| run.iter())
+    }
+
+    /// The objects in parallel, a run to a task; collected in order.
+    pub fn par_iter(&self) -> impl ParallelIterator<Item = &Object> + '_ {
+        self.runs.par_iter().flat_map_iter(|run| run.iter())
+    }
+}
+
+impl std::ops::Index<ObjectIdx> for Objects {
+    type Output = Object;
+    fn index(&self, idx: ObjectIdx) -> &Object {
+        &self.runs[idx / Self::RUN][idx % Self::RUN]
+    }
+}
+
+impl std::fmt::Debug for Objects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -221,7 +298,7 @@ struct Found<'a> {
 pub(super) fn extract(
     repo: &Repo,
     diagnostics: &mut Vec<Diagnostic>,
-    known: &[Object],
+    known: &Objects,
 ) -> (Vec<Object>, Vec<u32>) {
     let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
         repo.files.par_iter().map(|file| objects_of(file)).collect();
@@ -323,6 +400,9 @@ fn objects_of(file: &SourceFile) -> (Vec<Found<'_>>, Vec<Diagnostic>) {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::{Object, ObjectKey, Objects};
 
     use crate::load::{Repo, write_test_file as write};
     use crate::model::{Model, ModelOptions};
@@ -367,5 +447,42 @@ mod tests {
         assert_ne!(name_of(&beside, "zero"), name_of(&base, "one"));
         let namespace = |m: &Model| m.objects[0].key.namespace.clone().unwrap();
         assert_eq!(namespace(&beside).as_ptr(), namespace(&base).as_ptr());
+    }
+
+    /// Objects in runs index, iterate and count as the list they were made from, generated
+    /// objects added after them included; a variant shares every run equal to its base's and
+    /// keeps its own where an object differs.
+    #[test]
+    fn objects_are_shared_by_equal_runs() {
+        let object = |file: usize, name: &str| Object {
+            file,
+            doc: 0,
+            root: 0,
+            line: 1,
+            key: ObjectKey {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: None,
+                name: name.into(),
+            },
+            encrypted: false,
+        };
+        let list: Vec<Object> = (0..600).map(|i| object(i, &format!("cm-{i}"))).collect();
+        let mut base = Objects::new(list[..590].to_vec());
+        base.extend(list[590..].to_vec());
+        assert_eq!(base.len(), 600);
+        assert_eq!(base.iter().cloned().collect::<Vec<_>>(), list);
+        assert!((0..600).all(|i| base[i] == list[i]));
+        assert_eq!(format!("{base:?}"), format!("{list:?}"));
+
+        let mut edited = list.clone();
+        edited[300] = object(300, "renamed");
+        let mut variant = Objects::new(edited.clone());
+        variant.share_equal_runs(&base);
+        let shared: Vec<bool> = (0..3)
+            .map(|run| Arc::ptr_eq(&variant.runs[run], &base.runs[run]))
+            .collect();
+        assert_eq!(shared, [true, false, true]);
+        assert_eq!(variant.iter().cloned().collect::<Vec<_>>(), edited);
     }
 }
