@@ -588,4 +588,64 @@ mod tests {
         );
         assert_eq!(first_new_error(&[], &warning), None);
     }
+
+    /// A change that removes the last file of a layer's `spec.path` is refused: committed, the
+    /// folder is gone and kustomize-controller fails the layer (`spec.path ... does not
+    /// exist`), an error the change introduces. Modelled with the emptied folder kept, the
+    /// layer rendered nothing, and a change that moves its objects to another layer passed.
+    #[test]
+    fn a_change_that_empties_a_layers_folder_is_refused() {
+        use crate::load::{Repo, write_test_file as write};
+        use crate::model::{Model, ModelOptions};
+        use crate::rules::Gate;
+
+        let tmp = tempfile::tempdir().unwrap();
+        write(
+            tmp.path(),
+            "clusters/a/sync.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/a\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        );
+        write(
+            tmp.path(),
+            "clusters/a/apps.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  path: ./apps\n  prune: false\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        );
+        let runner =
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: runner\n  namespace: ci\n";
+        write(tmp.path(), "apps/runner.yaml", runner);
+        let repo = Repo::load(tmp.path()).unwrap();
+        let options = ModelOptions::default();
+        let model = Model::build(&repo, &options);
+        // The object moves into the folder the cluster's root syncs: rendered as before.
+        let files = [
+            crate::changes::FileChange {
+                path: "apps/runner.yaml".into(),
+                before: Some(runner.into()),
+                after: None,
+            },
+            crate::changes::FileChange {
+                path: "clusters/a/runner.yaml".into(),
+                before: None,
+                after: Some(runner.into()),
+            },
+        ];
+        let failure = super::check(
+            &repo,
+            &model,
+            super::Base::WorkTree,
+            &options,
+            &files,
+            &[],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(failure.gate, Gate::Render);
+        assert!(
+            failure
+                .reason
+                .contains("the change introduces a problem: clusters/a/apps.yaml")
+                && failure.reason.contains("spec.path `./apps` does not exist"),
+            "{failure}"
+        );
+    }
 }
