@@ -27,6 +27,15 @@ fn bootstrap(tmp: &TempRepo, cluster: &str) {
     );
 }
 
+/// A bootstrapped cluster whose `apps` layer syncs `apps/<cluster>`.
+fn cluster_with_apps(tmp: &TempRepo, cluster: &str) {
+    bootstrap(tmp, cluster);
+    tmp.write(
+        &format!("clusters/{cluster}/apps.yaml"),
+        layer("apps", &format!("./apps/{cluster}"), None),
+    );
+}
+
 /// A cluster run by the Flux Operator: a FluxInstance syncing `clusters/<cluster>`.
 fn flux_instance(tmp: &TempRepo, cluster: &str) {
     tmp.write(
@@ -167,12 +176,7 @@ fn find_object_resolves_by_kind_name_and_namespace() {
 fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
     let tmp = TempRepo::empty();
     for cluster in ["a", "b"] {
-        let dir = format!("clusters/{cluster}");
-        bootstrap(&tmp, cluster);
-        tmp.write(
-            &format!("{dir}/apps.yaml"),
-            layer("apps", &format!("./apps/{cluster}"), None),
-        );
+        cluster_with_apps(&tmp, cluster);
         tmp.write(
             &format!("apps/{cluster}/kustomization.yaml"),
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n  - own.yaml\n",
@@ -371,11 +375,7 @@ fn a_variant_shares_what_a_change_leaves_equal() {
 
     let tmp = TempRepo::empty();
     for cluster in ["a", "b"] {
-        bootstrap(&tmp, cluster);
-        tmp.write(
-            &format!("clusters/{cluster}/apps.yaml"),
-            layer("apps", &format!("./apps/{cluster}"), None),
-        );
+        cluster_with_apps(&tmp, cluster);
         tmp.write(
             &format!("apps/{cluster}/runner.yaml"),
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n",
@@ -417,8 +417,7 @@ fn a_layer_whose_folder_a_change_empties_has_no_path() {
     use std::collections::BTreeMap;
 
     let tmp = TempRepo::empty();
-    bootstrap(&tmp, "a");
-    tmp.write("clusters/a/apps.yaml", layer("apps", "./apps/a", None));
+    cluster_with_apps(&tmp, "a");
     tmp.write(
         "apps/a/runner.yaml",
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n",
