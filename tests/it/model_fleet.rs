@@ -367,7 +367,7 @@ fn a_change_modelled_in_memory_is_the_model_of_the_written_repository() {
 /// A variant that only edits an object (a move's protection: an annotation) keeps the
 /// base's kustomize directories and layers as they were: it shares them rather than holding a
 /// copy each (issue 26), and is still the model of its files. A variant that adds a file
-/// renumbers what follows it and shares nothing.
+/// renumbers the files and objects after it, and keeps layers of its own.
 #[test]
 fn a_variant_shares_what_a_change_leaves_equal() {
     use std::collections::BTreeMap;
