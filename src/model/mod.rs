@@ -94,7 +94,7 @@ pub struct Model<'r> {
     live_files: OnceLock<live::LiveFiles>,
     /// (listed file, kustomization file, its `resources` item) for every entry naming a file of
     /// the repository, sorted: built when first asked (a fix registering a new layer).
-    listers: OnceLock<Vec<(FileId, FileId, NodeId)>>,
+    listers: OnceLock<Arc<Vec<(FileId, FileId, NodeId)>>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
@@ -130,6 +130,12 @@ impl<'r> Model<'r> {
         model.objects.share_equal_runs(&self.objects);
         share_if_equal(&mut model.file_objects, &self.file_objects);
         share_if_equal(&mut model.kustomize_dirs, &self.kustomize_dirs);
+        if Arc::ptr_eq(&model.kustomize_dirs, &self.kustomize_dirs)
+            && let Some(listers) = self.listers.get()
+        {
+            // What lists each file is read from the kustomize directories alone.
+            model.listers = OnceLock::from(Arc::clone(listers));
+        }
         share_if_equal(&mut model.layers, &self.layers);
         share_if_equal(&mut model.dependents_of, &self.dependents_of);
         share_if_equal(&mut model.file_users_start, &self.file_users_start);
@@ -280,7 +286,7 @@ impl<'r> Model<'r> {
                 })
                 .collect();
             all.sort_unstable();
-            all
+            Arc::new(all)
         });
         let start = listers.partition_point(|&(listed, ..)| listed < file);
         let end = listers.partition_point(|&(listed, ..)| listed <= file);

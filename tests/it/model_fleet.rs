@@ -365,9 +365,9 @@ fn a_change_modelled_in_memory_is_the_model_of_the_written_repository() {
 }
 
 /// A variant that only edits an object (a move's protection: an annotation) keeps the
-/// base's kustomize directories and layers as they were: it shares them rather than holding a
-/// copy each (issue 26), and is still the model of its files. A variant that adds a file
-/// renumbers the files and objects after it, and keeps layers of its own.
+/// base's kustomize directories, layers and what lists each file as they were: it shares them
+/// rather than holding a copy each (issue 26), and is still the model of its files. A variant
+/// that adds a file renumbers the files and objects after it, and keeps layers of its own.
 #[test]
 fn a_variant_shares_what_a_change_leaves_equal() {
     use std::collections::BTreeMap;
@@ -377,6 +377,10 @@ fn a_variant_shares_what_a_change_leaves_equal() {
     for cluster in ["a", "b"] {
         cluster_with_apps(&tmp, cluster);
         tmp.write(
+            &format!("apps/{cluster}/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - runner.yaml\n",
+        );
+        tmp.write(
             &format!("apps/{cluster}/runner.yaml"),
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: runner\n  namespace: ci\n",
         );
@@ -384,6 +388,9 @@ fn a_variant_shares_what_a_change_leaves_equal() {
     let repo = Repo::load(tmp.path()).unwrap();
     let options = ModelOptions::default();
     let base = Model::build(&repo, &options);
+    let runner = repo.file_id("apps/b/runner.yaml").unwrap();
+    let listed = base.listers_of(runner);
+    assert_eq!(listed.len(), 1);
     let change =
         |path: &str, text: &str| BTreeMap::from([(path.to_string(), Some(text.to_string()))]);
 
@@ -394,6 +401,8 @@ fn a_variant_shares_what_a_change_leaves_equal() {
     let variant = base.build_variant(&annotated, &options);
     assert!(Arc::ptr_eq(&variant.layers, &base.layers));
     assert!(Arc::ptr_eq(&variant.kustomize_dirs, &base.kustomize_dirs));
+    // What lists each file, indexed on the base already, is the same index.
+    assert_eq!(variant.listers_of(runner).as_ptr(), listed.as_ptr());
     let own = Model::build(&annotated, &options);
     assert_eq!(format!("{:?}", variant.layers), format!("{:?}", own.layers));
 
