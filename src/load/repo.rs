@@ -13,7 +13,7 @@ use arcstr::ArcStr;
 use crate::diagnostics::Diagnostic;
 use crate::parse::YamlFile;
 
-use super::file::{FileId, SourceFile, dir_prefix, parent_of};
+use super::file::{FileId, SourceFile, dir_prefix, is_within, parent_of};
 use super::folder_files::FolderFiles;
 use super::objects::Objects;
 use super::read;
@@ -120,16 +120,16 @@ impl Repo {
     /// empty folders below them go too.
     fn forget_emptied_folders(&mut self, mut dir: &str) {
         while !dir.is_empty() && self.dirs.contains(dir) {
+            // The first file (YAML, then other) at or after the folder's own paths, in order.
             let prefix = dir_prefix(dir);
-            let holds = |next: Option<&str>| next.is_some_and(|p| p.starts_with(&prefix));
-            let at = self.files.partition_point(|f| f.path < prefix);
-            if holds(self.files.get(at).map(|f| f.path.as_str()))
-                || holds(
-                    self.other_files
-                        .range(prefix.clone()..)
-                        .next()
-                        .map(String::as_str),
-                )
+            let yaml = self.files[self.files.partition_point(|f| f.path < prefix)..]
+                .first()
+                .map(|f| f.path.as_str());
+            let other = self.other_files.range(prefix.clone()..).next();
+            if yaml
+                .into_iter()
+                .chain(other.map(String::as_str))
+                .any(|p| is_within(p, dir))
             {
                 return;
             }
@@ -137,7 +137,7 @@ impl Repo {
             dirs.remove(dir);
             let below: Vec<ArcStr> = dirs
                 .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
-                .take_while(|d| d.starts_with(&prefix))
+                .take_while(|d| is_within(d, dir))
                 .cloned()
                 .collect();
             for d in below {

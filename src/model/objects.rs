@@ -263,7 +263,7 @@ impl Objects {
     }
 
     /// The objects in parallel, a run to a task; collected in order.
-    pub fn par_iter(&self) -> impl ParallelIterator<Item = &Object> + '_ {
+    pub(super) fn par_iter(&self) -> impl ParallelIterator<Item = &Object> + '_ {
         self.runs.par_iter().flat_map_iter(|run| run.iter())
     }
 }
