@@ -77,7 +77,7 @@ pub fn text(model: &Model) -> String {
         let origin = match (layer.object, layer.created_by_instance) {
             (Some(o), _) => {
                 let obj = model.object(o);
-                format!("{}:{}", model.repo.file(obj.file).path, obj.line)
+                format!("{}:{}", model.repo.file(obj.file).path, obj.line())
             }
             (None, Some(i)) => {
                 let obj = model.object(i);
@@ -85,7 +85,7 @@ pub fn text(model: &Model) -> String {
                     "created by FluxInstance {} ({}:{})",
                     obj.key,
                     model.repo.file(obj.file).path,
-                    obj.line
+                    obj.line()
                 )
             }
             _ => String::new(),

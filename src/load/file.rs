@@ -4,8 +4,15 @@
 
 use crate::parse::{ParseError, YamlFile};
 
-/// Index of a file in `Repo::files`.
-pub type FileId = usize;
+/// Index of a file in `Repo::files`. 32 bits: model records name files by id (objects,
+/// inventories' chains, kustomization entries), a fleet holds millions of them, and a
+/// repository of 2^32 files would not fit in memory to begin with (issue 26).
+pub type FileId = u32;
+
+/// The id of the file at `index` in `Repo::files`.
+pub fn file_id(index: usize) -> FileId {
+    FileId::try_from(index).expect("a repository holds fewer than 2^32 files")
+}
 
 /// One parsed YAML file. `path` is relative to the repository root, `/`-separated.
 #[derive(Clone, Debug)]

@@ -25,7 +25,7 @@ pub mod resourceset;
 pub mod revision;
 mod work_tree;
 
-pub use file::{FileId, SourceFile, dir_prefix, is_within, parent_of};
+pub use file::{FileId, SourceFile, dir_prefix, file_id, is_within, parent_of};
 pub use ignores::CONFIG_FILE;
 pub use read::MAX_FILE_BYTES;
 pub use repo::Repo;

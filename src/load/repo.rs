@@ -13,7 +13,7 @@ use arcstr::ArcStr;
 use crate::diagnostics::Diagnostic;
 use crate::parse::YamlFile;
 
-use super::file::{FileId, SourceFile, dir_prefix, is_within, parent_of};
+use super::file::{FileId, SourceFile, dir_prefix, file_id, is_within, parent_of};
 use super::folder_files::FolderFiles;
 use super::objects::Objects;
 use super::read;
@@ -226,15 +226,16 @@ impl Repo {
             return self
                 .folder_files
                 .of_folder(&self.files, parent_of(path))
-                .find(|&id| self.files[id].path == path);
+                .find(|&id| self.files[id as usize].path == path);
         }
         self.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
             .ok()
+            .map(file_id)
     }
 
     pub fn file(&self, id: FileId) -> &SourceFile {
-        &self.files[id]
+        &self.files[id as usize]
     }
 
     /// Whether a relative path names a file Flux would ship (YAML or not).
@@ -340,13 +341,14 @@ mod tests {
         ]);
         let found = |repo: &Repo| {
             for (id, file) in repo.files.iter().enumerate() {
-                assert_eq!(repo.file_id(&file.path), Some(id), "{}", file.path);
+                assert_eq!(repo.file_id(&file.path), Some(file_id(id)), "{}", file.path);
                 assert!(repo.is_file(&file.path));
             }
             assert!(repo.files.windows(2).all(|w| w[0].path < w[1].path));
             for dir in repo.files.iter().map(|f| parent_of(&f.path)) {
                 let listed: Vec<FileId> = (0..repo.files.len())
                     .filter(|&id| parent_of(&repo.files[id].path) == dir)
+                    .map(file_id)
                     .collect();
                 assert_eq!(repo.files_in(dir).collect::<Vec<_>>(), listed, "{dir:?}");
             }

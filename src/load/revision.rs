@@ -141,7 +141,7 @@ impl Contents for Reading<'_> {
         if known.generated_from(rel).is_some() {
             return None;
         }
-        let file = &known.files[known.file_id(rel)?];
+        let file = &known.files[known.file_id(rel)? as usize];
         let blob = *self.objects.blobs.get(rel)?;
         let bom = if file.yaml.bom { "\u{feff}" } else { "" };
         let bytes = [bom.as_bytes(), file.yaml.text().as_bytes()].concat();

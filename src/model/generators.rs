@@ -119,7 +119,7 @@ pub(super) fn generate(repo: &Repo, dir: &str, file: FileId, root: NodeId) -> Op
                     file,
                     doc: 0,
                     root: entry,
-                    line,
+                    line: line as u32,
                     key: ObjectKey {
                         api_version: "v1".into(),
                         kind: kind.into(),

@@ -535,7 +535,9 @@ spec:
         let dir = tempfile::tempdir().unwrap();
         let repo = instance_model(dir.path(), INSTANCE);
         let model = Model::build(&repo, &ModelOptions::default());
-        let idx = (0..model.objects.len())
+        let idx = model
+            .objects
+            .indices()
             .find(|&i| model.is_flux_instance(i))
             .unwrap();
         let generated = model.instance_objects(idx).unwrap();
@@ -599,7 +601,9 @@ spec:
         let text = "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux\nspec:\n  distribution:\n    version: 2.9.4\n  sync:\n    kind: GitRepository\n    name: root\n    url: https://example.com/x.git\n    ref: refs/heads/main\n    path: clusters/a\n";
         let repo = instance_model(dir.path(), text);
         let model = Model::build(&repo, &ModelOptions::default());
-        let idx = (0..model.objects.len())
+        let idx = model
+            .objects
+            .indices()
             .find(|&i| model.is_flux_instance(i))
             .unwrap();
         let generated = model.instance_objects(idx).unwrap();

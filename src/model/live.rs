@@ -17,7 +17,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 
 use super::kustomize::NAMED_FILE_FIELDS;
 use super::{KUSTOMIZATION_FILE_NAMES, Model, RefTarget, join};
-use crate::load::{FileId, Repo, dir_prefix, is_within, parent_of};
+use crate::load::{FileId, Repo, dir_prefix, file_id, is_within, parent_of};
 
 /// The directories of `sorted` strictly below `dir` (all of them below the root).
 fn below<'a>(sorted: &'a BTreeSet<&str>, dir: &str) -> impl Iterator<Item = &'a str> {
@@ -61,6 +61,7 @@ impl LiveFiles {
             .collect();
         let mut live = LiveFiles {
             files: (0..repo.files.len())
+                .map(file_id)
                 .filter(|&f| model.users_of_file(f).next().is_some())
                 .collect(),
             elsewhere: HashSet::default(),

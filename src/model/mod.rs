@@ -27,7 +27,7 @@ pub use kustomize::{
     KUSTOMIZATION_FILE_NAMES, KustomizeDir, PatchOnTheWay, RefTarget, Rendered, Renderer,
     ResourceRef, display_dir, is_namespaced,
 };
-pub use objects::{Name, Object, ObjectIdx, ObjectKey, Objects};
+pub use objects::{Name, Object, ObjectIdx, ObjectKey, Objects, object_idx};
 pub use paths::{join, normalize, relative_path};
 
 use std::sync::{Arc, OnceLock};
@@ -95,6 +95,9 @@ pub struct Model<'r> {
     /// (listed file, kustomization file, its `resources` item) for every entry naming a file of
     /// the repository, sorted: built when first asked (a fix registering a new layer).
     listers: OnceLock<Arc<Vec<(FileId, FileId, NodeId)>>>,
+    /// The hash suffix (`-<hash>`) of each generated ConfigMap and Secret, the objects after
+    /// the files' ([`Model::hash_suffix`]).
+    hash_suffixes: Vec<Option<Name>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
     patch_only_files: HashSet<FileId>,
@@ -177,6 +180,7 @@ impl<'r> Model<'r> {
             diagnostics,
             live_files: OnceLock::new(),
             listers: OnceLock::new(),
+            hash_suffixes: Vec::new(),
             patch_only_files: HashSet::default(),
             generator_inputs: Vec::new(),
         };
@@ -201,10 +205,11 @@ impl<'r> Model<'r> {
             diags.extend(made.diagnostics);
             model.generator_inputs.extend(made.inputs);
             for g in made.objects {
-                let idx = model.objects.len() + generated_objects.len();
+                let idx = object_idx(model.objects.len() + generated_objects.len());
                 generated_objects.push(g.object);
+                model.hash_suffixes.push(g.hash_suffix);
                 if let Some(k) = kustomize_dirs.get_mut(dir.as_str()) {
-                    k.generated.push((idx, g.hash_suffix));
+                    k.generated.push(idx);
                 }
             }
         }
@@ -305,9 +310,10 @@ impl<'r> Model<'r> {
     }
 
     /// Objects defined in a file, in document order (a file's objects are consecutive).
-    pub fn objects_in(&self, file: usize) -> std::ops::Range<ObjectIdx> {
+    pub fn objects_in(&self, file: FileId) -> std::ops::Range<ObjectIdx> {
+        let file = file as usize;
         match (self.file_objects.get(file), self.file_objects.get(file + 1)) {
-            (Some(&start), Some(&end)) => start as usize..end as usize,
+            (Some(&start), Some(&end)) => start..end,
             _ => 0..0,
         }
     }
@@ -316,8 +322,9 @@ impl<'r> Model<'r> {
     /// kustomization file on the way), in layer order.
     pub fn users_of_file(
         &self,
-        file: usize,
+        file: FileId,
     ) -> impl ExactSizeIterator<Item = (LayerId, usize)> + '_ {
+        let file = file as usize;
         let users = match (
             self.file_users_start.get(file),
             self.file_users_start.get(file + 1),
@@ -340,6 +347,16 @@ impl<'r> Model<'r> {
         &self.objects[idx]
     }
 
+    /// A generated ConfigMap's or Secret's `-<hash>` (none when its generator disables it or
+    /// the object is not generated): kept last in the name whatever prefix or suffix an outer
+    /// kustomization adds, and a patch does not rename the object (its hash is computed from
+    /// its name).
+    pub fn hash_suffix(&self, idx: ObjectIdx) -> Option<&Name> {
+        let first_generated = self.objects.len() - self.hash_suffixes.len();
+        let at = (idx as usize).checked_sub(first_generated)?;
+        self.hash_suffixes.get(at)?.as_ref()
+    }
+
     /// The first object, in repository order, of `kind` named `name` in `namespace` (or in no
     /// namespace): what a `sourceRef` or `chartRef` names. Indexed on first use, which comes
     /// after every object (generated ones included) is known: a fleet has a HelmRelease per
@@ -352,7 +369,7 @@ impl<'r> Model<'r> {
     ) -> Option<ObjectIdx> {
         let (indexed, index) = self.by_kind_name.get_or_init(|| {
             let mut index = KindNameIndex::default();
-            for (idx, o) in self.objects.iter().enumerate() {
+            for (idx, o) in self.objects.indices().zip(self.objects.iter()) {
                 let key = (o.key.kind.clone(), o.key.name.clone());
                 index.entry(key).or_default().push(idx);
             }
@@ -428,7 +445,7 @@ fn share_if_equal<T: PartialEq>(ours: &mut Arc<T>, theirs: &Arc<T>) {
 /// triples and their copies at 142k files, issue 26).
 fn file_users(model: &Model) -> (Vec<u32>, Vec<(u32, u32)>) {
     let objects = &model.objects;
-    let per_layer: Vec<Vec<Vec<u32>>> = model
+    let per_layer: Vec<Vec<Vec<FileId>>> = model
         .layers
         .par_iter()
         .map(|layer| {
@@ -439,13 +456,12 @@ fn file_users(model: &Model) -> (Vec<u32>, Vec<(u32, u32)>) {
                 .variants
                 .iter()
                 .map(|variant| {
-                    let mut files: Vec<u32> = variant
+                    let mut files: Vec<FileId> = variant
                         .inventory
                         .iter()
                         .flat_map(|r| {
                             std::iter::once(objects[r.object].file).chain(r.chain.iter().copied())
                         })
-                        .map(|f| f as u32)
                         .collect();
                     files.sort_unstable();
                     files.dedup();

@@ -11,8 +11,14 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo, SourceFile};
 use crate::parse::NodeId;
 
-/// Index of an object in [`super::Model::objects`].
-pub type ObjectIdx = usize;
+/// Index of an object in [`super::Model::objects`]. 32 bits, like [`FileId`]: inventories name
+/// an object per entry, and a fleet's models hold millions (issue 26).
+pub type ObjectIdx = u32;
+
+/// The index of the object at `index` in a model's objects.
+pub fn object_idx(index: usize) -> ObjectIdx {
+    ObjectIdx::try_from(index).expect("a repository holds fewer than 2^32 objects")
+}
 
 /// A name, kind, namespace or apiVersion shared between an object and every rendering of it:
 /// a clone costs a reference count, not an allocation (a fleet renders each object once per
@@ -188,18 +194,32 @@ impl std::fmt::Display for ObjectKey {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {
     pub file: FileId,
-    /// Index of the document in its file.
-    pub doc: usize,
+    /// Index of the document in its file ([`Object::doc`]). This and `line` are 32 bits, as
+    /// a parsed text is under 2^28 bytes: a fleet keeps a record per object (issue 26).
+    pub(super) doc: u32,
     /// Root node of the document.
     pub root: NodeId,
-    /// 1-based line where the document's content starts.
-    pub line: usize,
+    /// 1-based line where the document's content starts ([`Object::line`]).
+    pub(super) line: u32,
     pub key: ObjectKey,
     /// A SOPS-encrypted document: its header is known, its payload is not read.
     pub encrypted: bool,
 }
 
+// A record per object in every model: 56 bytes, where `usize` ids, document and line took 64.
+const _: () = assert!(std::mem::size_of::<Object>() == 56);
+
 impl Object {
+    /// Index of the document in its file.
+    pub fn doc(&self) -> usize {
+        self.doc as usize
+    }
+
+    /// 1-based line where the document's content starts.
+    pub fn line(&self) -> usize {
+        self.line as usize
+    }
+
     pub fn is(&self, group: &str, kind: &str) -> bool {
         self.key.is(group, kind)
     }
@@ -262,6 +282,11 @@ impl Objects {
         self.runs.iter().flat_map(|run| run.iter())
     }
 
+    /// Every object's index, in order.
+    pub fn indices(&self) -> impl Iterator<Item = ObjectIdx> + use<> {
+        (0..self.len).map(object_idx)
+    }
+
     /// The objects in parallel, a run to a task; collected in order.
     pub(super) fn par_iter(&self) -> impl ParallelIterator<Item = &Object> + '_ {
         self.runs.par_iter().flat_map_iter(|run| run.iter())
@@ -271,6 +296,7 @@ impl Objects {
 impl std::ops::Index<ObjectIdx> for Objects {
     type Output = Object;
     fn index(&self, idx: ObjectIdx) -> &Object {
+        let idx = idx as usize;
         &self.runs[idx / Self::RUN][idx % Self::RUN]
     }
 }
@@ -313,10 +339,10 @@ pub(super) fn extract(
         diagnostics.extend(diags);
         starts.push(objects.len() as u32);
         objects.extend(found.into_iter().map(|f| Object {
-            file: file_id,
-            doc: f.doc,
+            file: crate::load::file_id(file_id),
+            doc: f.doc as u32,
             root: f.root,
-            line: f.line,
+            line: f.line as u32,
             key: ObjectKey {
                 api_version: names.get(f.api_version),
                 kind: names.get(f.kind),
@@ -405,7 +431,7 @@ mod tests {
 
     use super::{Object, ObjectKey, Objects};
 
-    use crate::load::{Repo, write_test_file as write};
+    use crate::load::{FileId, Repo, write_test_file as write};
     use crate::model::{Model, ModelOptions};
 
     /// A variant's model built beside the base's is the model built alone: the same objects
@@ -455,7 +481,7 @@ mod tests {
     /// keeps its own where an object differs.
     #[test]
     fn objects_are_shared_by_equal_runs() {
-        let object = |file: usize, name: &str| Object {
+        let object = |file: FileId, name: &str| Object {
             file,
             doc: 0,
             root: 0,
@@ -473,7 +499,7 @@ mod tests {
         base.extend(list[590..].to_vec());
         assert_eq!(base.len(), 600);
         assert_eq!(base.iter().cloned().collect::<Vec<_>>(), list);
-        assert!((0..600).all(|i| base[i] == list[i]));
+        assert!((0..600).all(|i| base[i] == list[i as usize]));
         assert_eq!(format!("{base:?}"), format!("{list:?}"));
 
         let mut edited = list.clone();

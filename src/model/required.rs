@@ -83,7 +83,7 @@ pub(super) fn check(model: &mut Model) {
     let mut done = std::collections::HashSet::new();
     for layer in model.layers.iter() {
         for (_, r) in layer.inventory() {
-            if !incomplete[r.object] || done.contains(&r.object) {
+            if !incomplete[r.object as usize] || done.contains(&r.object) {
                 continue;
             }
             let obj = model.object(r.object);
@@ -110,7 +110,7 @@ pub(super) fn check(model: &mut Model) {
                         lacks.join(", ")
                     ),
                 )
-                .at(obj.line, 1),
+                .at(obj.line(), 1),
             );
         }
     }

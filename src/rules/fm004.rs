@@ -4,6 +4,7 @@
 
 use crate::diagnostics::Severity;
 use crate::edit::{self, Changeset};
+use crate::load::FileId;
 use crate::model::patch::{Labels, Selection, Selector};
 use crate::model::{
     GeneratedObject, InstanceObjects, InstancePatch, KustomizeDir, Layer, Model, Name, ObjectKey,
@@ -357,7 +358,7 @@ fn targets(yaml: &YamlFile, list: NodeId) -> Vec<(Selector, NodeId)> {
 /// A finding about a kustomize-level patch that selects nothing of `rendered`.
 fn kustomize_finding(
     model: &Model,
-    (file, node): (usize, NodeId),
+    (file, node): (FileId, NodeId),
     selector: &Selector,
     what: &str,
     rendered: &[&Rendered],

@@ -3,6 +3,7 @@
 //! it (devantler-tech/platform#3006, #3014). Documentation: `rules/FM006.md`.
 
 use crate::diagnostics::Severity;
+use crate::load::FileId;
 use crate::model::patch::{Labels, Selection};
 use crate::model::{InstanceObjects, LayerId, LayerRef, Model, ObjectKey, SourceRef};
 use crate::parse::Value;
@@ -130,7 +131,7 @@ impl Rule for RootSourceTrustLoop {
 
 /// A trust setting found, where it is written and what is wrong with it.
 struct Setting {
-    file: usize,
+    file: FileId,
     line: usize,
     /// `the patch of … sets spec.verify of`, completed by the source in the message.
     what: String,

@@ -4,6 +4,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::Severity;
+use crate::load::FileId;
 use crate::model::{InstanceObjects, LayerId, Model, ObjectIdx, SourceRef};
 
 use super::{Draft, Finding};
@@ -128,7 +129,7 @@ pub(super) fn instance_finding(
     model: &Model,
     rule: (&'static str, Severity),
     summary: String,
-    (file, line): (usize, usize),
+    (file, line): (FileId, usize),
     layer: LayerId,
     instance: ObjectIdx,
 ) -> Draft {

@@ -169,10 +169,8 @@ fn objects_of(model: &Model, finding: &Finding) -> Vec<ObjectIdx> {
     out.extend(
         model
             .objects
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.key == finding.object)
-            .map(|(i, _)| i),
+            .indices()
+            .filter(|&i| model.object(i).key == finding.object),
     );
     out.sort_unstable();
     out.dedup();
@@ -182,7 +180,7 @@ fn objects_of(model: &Model, finding: &Finding) -> Vec<ObjectIdx> {
 /// Every `fluxmend.io/ignore` annotation; malformed entries become error diagnostics.
 fn annotations(model: &Model, diagnostics: &mut Vec<Diagnostic>) -> Vec<Suppression> {
     let mut out = Vec::new();
-    for (idx, object) in model.objects.iter().enumerate() {
+    for (idx, object) in model.objects.indices().zip(model.objects.iter()) {
         let file = model.repo.file(object.file);
         let yaml = &file.yaml;
         let Some(node) = yaml.lookup(object.root, &["metadata", "annotations", ANNOTATION]) else {

@@ -86,7 +86,7 @@ fn each_rendered<'m>(
                 let value = file.yaml.value(obj.root).unwrap_or(Value::Null);
                 Content::Data(allowed.content(&r.key, value, after))
             } else {
-                Content::Untouched(file.path.as_str(), obj.doc)
+                Content::Untouched(file.path.as_str(), obj.doc())
             };
             each(layer.cluster, &r.key, content);
         }
@@ -234,7 +234,7 @@ pub(super) fn alike_layers<'m>(
 /// Where an object is written: its file's path and its document.
 fn place<'m>(model: &'m Model, object: ObjectIdx) -> (&'m str, usize) {
     let obj = model.object(object);
-    (model.repo.file(obj.file).path.as_str(), obj.doc)
+    (model.repo.file(obj.file).path.as_str(), obj.doc())
 }
 
 /// Whether two layers apply the same objects (same keys) in the same order, each from the

@@ -2,7 +2,7 @@
 //! by side, and dependencies resolved inside each cluster only.
 
 use crate::common::TempRepo;
-use fluxmend::load::Repo;
+use fluxmend::load::{Repo, file_id};
 use fluxmend::model::{Model, ModelOptions};
 
 fn layer(name: &str, path: &str, depends_on: Option<&str>) -> String {
@@ -154,8 +154,9 @@ fn find_object_resolves_by_kind_name_and_namespace() {
     );
     let repo = Repo::load(tmp.path()).unwrap();
     let model = Model::build(&repo, &ModelOptions::default());
-    let file_of =
-        |found: Option<usize>| found.map(|i| repo.file(model.object(i).file).path.clone());
+    let file_of = |found: Option<fluxmend::model::ObjectIdx>| {
+        found.map(|i| repo.file(model.object(i).file).path.clone())
+    };
     let find = |ns| file_of(model.find_object("OCIRepository", "charts", ns));
     assert_eq!(find(Some("team-b")).as_deref(), Some("b/source.yaml"));
     assert_eq!(find(Some("team-a")).as_deref(), Some("a/source.yaml"));
@@ -209,7 +210,7 @@ fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
         "the unreached layer is modelled"
     );
     let mut used = 0;
-    for file in 0..repo.files.len() {
+    for file in (0..repo.files.len()).map(file_id) {
         let mut expected = Vec::new();
         for (id, layer) in model.live_layers() {
             for (vi, variant) in layer.variants.iter().enumerate() {
@@ -223,7 +224,7 @@ fn the_users_of_a_file_are_the_live_variants_that_render_from_it() {
             }
         }
         let found: Vec<_> = model.users_of_file(file).collect();
-        assert_eq!(found, expected, "{}", repo.files[file].path);
+        assert_eq!(found, expected, "{}", repo.file(file).path);
         used += usize::from(!found.is_empty());
     }
     let base = repo.file_id("apps/base/cm.yaml").unwrap();
@@ -299,10 +300,11 @@ fn a_change_modelled_in_memory_is_the_model_of_the_written_repository() {
             .collect();
         dirs.sort();
         let users: Vec<String> = (0..m.repo.files.len())
+            .map(file_id)
             .map(|f| {
                 format!(
                     "{} {:?}",
-                    m.repo.files[f].path,
+                    m.repo.file(f).path,
                     m.users_of_file(f).collect::<Vec<_>>()
                 )
             })

@@ -380,7 +380,7 @@ fn a_revision_loads_as_its_checkout_does() {
     let shared = load_revision(repo.path(), "HEAD", &exclude, Some(&work)).unwrap();
     assert_eq!(files(&shared), files(&revision));
     assert_eq!(diagnostic_files(&shared), diagnostic_files(&revision));
-    let same = |r: &Repo, path: &str| r.files[r.file_id(path).unwrap()].clone();
+    let same = |r: &Repo, path: &str| r.files[r.file_id(path).unwrap() as usize].clone();
     assert!(std::sync::Arc::ptr_eq(
         &same(&shared, "apps/nested/open.yaml"),
         &same(&work, "apps/nested/open.yaml")

@@ -146,7 +146,7 @@ impl Builder<'_, '_> {
             file: object
                 .map(|o| model.repo.file(model.object(o).file).path.clone())
                 .unwrap_or_default(),
-            line: object.map_or(1, |o| model.object(o).line),
+            line: object.map_or(1, |o| model.object(o).line()),
         };
         let Some((root, matches)) = self.locate(id, &layer, &at) else {
             return Vec::new();

@@ -6,7 +6,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::parent_of;
-use crate::model::Model;
+use crate::model::{Model, Object};
 
 use super::layer::{Layer, LayerId, LayerRef};
 use super::operator::resource_set_file;
@@ -94,7 +94,7 @@ pub(super) fn resolve_dependencies(model: &mut Model) {
                     names.join(", ")
                 ),
             )
-            .at(obj.map_or(1, |o| o.line), 1),
+            .at(obj.map_or(1, Object::line), 1),
         );
     }
     model.diagnostics.extend(diagnostics);

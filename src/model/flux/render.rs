@@ -171,7 +171,7 @@ fn generate(renderer: &mut Renderer, dir: &str) -> Result<Vec<Rendered>, String>
         let objects = model.objects_in(file);
         let non_object = source.yaml.docs().iter().enumerate().find(|(idx, d)| {
             let empty = matches!(source.yaml.value(d.root), Ok(Value::Null));
-            !empty && !objects.clone().any(|o| model.object(o).doc == *idx)
+            !empty && !objects.clone().any(|o| model.object(o).doc() == *idx)
         });
         if let Some((_, doc)) = non_object {
             return Err(format!(
@@ -217,7 +217,7 @@ pub(super) fn flux_overlays(
         suffix: &layer.spec.name_suffix,
     };
     for o in inventory.iter_mut() {
-        t.apply(o);
+        t.apply(o, model.hash_suffix(o.object));
     }
     check_unique(inventory, model)
 }

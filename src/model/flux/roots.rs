@@ -31,7 +31,9 @@ pub(in crate::model) fn unmatched_roots<'a>(model: &Model, roots: &'a [String]) 
     roots
         .iter()
         .filter(|r| {
-            !(0..model.objects.len())
+            !model
+                .objects
+                .indices()
                 .any(|i| is_flux_kustomization(model, i) && root_matches(r, &model.object(i).key))
         })
         .map(String::as_str)
@@ -41,7 +43,9 @@ pub(in crate::model) fn unmatched_roots<'a>(model: &Model, roots: &'a [String]) 
 /// Build the model's layers: walk from the roots, then the Flux Kustomizations no root
 /// reaches; then resolve `dependsOn`.
 pub(in crate::model) fn build_layers(model: &mut Model, options: &ModelOptions) {
-    let flux_ks: Vec<ObjectIdx> = (0..model.objects.len())
+    let flux_ks: Vec<ObjectIdx> = model
+        .objects
+        .indices()
         .filter(|&i| is_flux_kustomization(model, i))
         .collect();
     let (mut layers, diagnostics) = {
@@ -109,7 +113,9 @@ fn walk_found_roots(b: &mut Builder, flux_ks: &[ObjectIdx]) -> Vec<LayerId> {
     let model = b.renderer.model;
     // Each FluxInstance's sync is the root of one cluster; walk those first, so that a
     // bootstrap Kustomization they apply (a migration to the operator) is the same root.
-    let syncs: Vec<(Option<ObjectIdx>, Layer)> = (0..model.objects.len())
+    let syncs: Vec<(Option<ObjectIdx>, Layer)> = model
+        .objects
+        .indices()
         .filter_map(|i| instance_sync(model, i))
         .map(|sync: Sync| (None, layer_from_sync(&sync, 0)))
         .collect();
@@ -213,7 +219,7 @@ fn walk_unreached(b: &mut Builder, flux_ks: &[ObjectIdx], clusters: usize, no_ro
         if !layer.live {
             let (severity, why) = not_live(b, &layer, synced_dir, no_roots);
             b.diagnostics.push(
-                Diagnostic::new(severity, &model.repo.file(obj.file).path, why).at(obj.line, 1),
+                Diagnostic::new(severity, &model.repo.file(obj.file).path, why).at(obj.line(), 1),
             );
         }
         let id = b.add(layer);

@@ -60,8 +60,9 @@ pub struct KustomizeDir {
     pub namespace: Option<Name>,
     pub name_prefix: Name,
     pub name_suffix: Name,
-    /// Objects of its `configMapGenerator`/`secretGenerator`, with their hash suffix.
-    pub generated: Vec<(ObjectIdx, Option<Name>)>,
+    /// Objects of its `configMapGenerator`/`secretGenerator` (their hash suffixes are the
+    /// model's: [`crate::model::Model::hash_suffix`]).
+    pub generated: Vec<ObjectIdx>,
     /// What its `transformers:` and `replacements:` do to identities, when anything (read it
     /// with [`KustomizeDir::transformers`]): few directories have any, and a fleet keeps a
     /// record for each (issue 26).

@@ -78,7 +78,6 @@ impl<'m, 'r> Renderer<'m, 'r> {
                 object,
                 key: self.model.objects[object].key.clone(),
                 chain: chain.clone(),
-                hash_suffix: None,
             })
             .collect()
     }
@@ -153,16 +152,15 @@ impl<'m, 'r> Renderer<'m, 'r> {
         for r in &k.resources {
             out.extend(self.render_ref(r, k.file, &chain)?);
         }
-        for (object, hash_suffix) in &k.generated {
-            let mut key = self.model.objects[*object].key.clone();
-            if let Some(hash) = hash_suffix {
+        for &object in &k.generated {
+            let mut key = self.model.objects[object].key.clone();
+            if let Some(hash) = self.model.hash_suffix(object) {
                 key.name = format!("{}{hash}", key.name).into();
             }
             out.push(Rendered {
-                object: *object,
+                object,
                 key,
                 chain: chain.clone(),
-                hash_suffix: hash_suffix.clone(),
             });
         }
         for c in k.components.iter().chain(extra_components) {
@@ -180,10 +178,10 @@ impl<'m, 'r> Renderer<'m, 'r> {
             suffix: &k.name_suffix,
         };
         for o in &mut out {
-            transform.apply(o);
+            transform.apply(o, self.model.hash_suffix(o.object));
         }
         apply_renames(self.model, &late, &mut out);
-        apply_transformers(k.transformers(), &mut out)?;
+        apply_transformers(self.model, k.transformers(), &mut out)?;
         check_unique(&out, self.model)?;
         Ok(out)
     }
@@ -220,9 +218,9 @@ impl<'m, 'r> Renderer<'m, 'r> {
             out.extend(self.render_ref(r, comp_file, &chain)?);
         }
         for o in out.iter_mut() {
-            transform.apply(o);
+            transform.apply(o, self.model.hash_suffix(o.object));
         }
-        apply_transformers(comp.transformers(), out)
+        apply_transformers(self.model, comp.transformers(), out)
     }
 
     /// Render one resources entry of the kustomization file `listed_in`, prefixing `chain` to
@@ -275,7 +273,10 @@ pub fn apply_renames(model: &Model, patches: &[&PatchOnTheWay], out: &mut [Rende
         let Some((name, namespace)) = p.renames() else {
             continue;
         };
-        for r in out.iter_mut().filter(|r| r.hash_suffix.is_none()) {
+        for r in out
+            .iter_mut()
+            .filter(|r| model.hash_suffix(r.object).is_none())
+        {
             let obj = model.object(r.object);
             let Ok(value) = model.repo.file(obj.file).yaml.value(obj.root) else {
                 continue;
@@ -294,13 +295,17 @@ pub fn apply_renames(model: &Model, patches: &[&PatchOnTheWay], out: &mut [Rende
 }
 
 /// Run a kustomization's `transformers:` after its own fields, in order, as kustomize does.
-fn apply_transformers(transformers: &Transformers, out: &mut [Rendered]) -> Result<(), String> {
+fn apply_transformers(
+    model: &Model,
+    transformers: &Transformers,
+    out: &mut [Rendered],
+) -> Result<(), String> {
     if let Some(e) = &transformers.error {
         return Err(e.clone());
     }
     for t in &transformers.identity {
         for o in out.iter_mut() {
-            t.apply(o);
+            t.apply(o, model.hash_suffix(o.object));
         }
     }
     Ok(())

@@ -21,11 +21,12 @@ pub struct Rendered {
     /// inventories hold ~5 times as many entries as distinct chains, each kept by every model
     /// (issue 26).
     pub chain: Chain,
-    /// A generated ConfigMap/Secret's `-<hash>`: it stays last in the name whatever prefix or
-    /// suffix an outer kustomization adds. Shared with the generator's entry: a fleet renders
-    /// an object once per kustomization level.
-    pub hash_suffix: Option<Name>,
 }
+
+// A fleet's inventories hold hundreds of thousands of entries in every model: a generated
+// object's hash suffix is the model's ([`crate::model::Model::hash_suffix`]), not each
+// entry's, and ids are 32 bits (issue 26).
+const _: () = assert!(std::mem::size_of::<Rendered>() == 56);
 
 /// Identity transformers applied on top of a set of rendered objects.
 #[derive(Clone, Debug, Default)]
@@ -36,7 +37,10 @@ pub struct Transform<'a> {
 }
 
 impl Transform<'_> {
-    pub fn apply(&self, rendered: &mut Rendered) {
+    /// Apply to one rendered object; `hash` is its hash suffix, if it is a generated object
+    /// with one ([`crate::model::Model::hash_suffix`]): it stays last in the name whatever
+    /// prefix or suffix is added.
+    pub fn apply(&self, rendered: &mut Rendered, hash: Option<&Name>) {
         let key = &mut rendered.key;
         if let Some(ns) = &self.namespace {
             if key.is_namespace() {
@@ -45,7 +49,7 @@ impl Transform<'_> {
                 key.namespace = Some(ns.clone());
             }
         }
-        let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+        let hash = hash.map_or("", |h| h.as_str());
         // No prefix or suffix to add and the hash already last: the name is what it was, and
         // stays shared with the object (a fleet's kustomizations set a namespace on every
         // level, and a new name per rendering was an allocation each).

@@ -75,8 +75,9 @@ pub enum IdentityTransformer {
 }
 
 impl IdentityTransformer {
-    /// Apply to one rendered object, as kustomize does at this point of the build.
-    pub fn apply(&self, rendered: &mut Rendered) {
+    /// Apply to one rendered object, as kustomize does at this point of the build; `hash` as
+    /// for [`super::Transform::apply`].
+    pub fn apply(&self, rendered: &mut Rendered, hash: Option<&Name>) {
         match self {
             IdentityTransformer::Namespace {
                 namespace,
@@ -102,7 +103,7 @@ impl IdentityTransformer {
                     return;
                 }
                 let key = &mut rendered.key;
-                let hash = rendered.hash_suffix.as_deref().unwrap_or("");
+                let hash = hash.map_or("", |h| h.as_str());
                 let base = key.name.strip_suffix(hash).unwrap_or(&key.name);
                 key.name = format!("{prefix}{base}{suffix}{hash}").into();
             }

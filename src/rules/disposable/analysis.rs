@@ -186,7 +186,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
             text: Mutex::default(),
         });
         let text = || reasons.text.lock().unwrap_or_else(PoisonError::into_inner);
-        match reasons.state[idx].load(Ordering::Acquire) {
+        match reasons.state[idx as usize].load(Ordering::Acquire) {
             NOT_DISPOSABLE => return None,
             DISPOSABLE => return text().get(&idx).cloned(),
             _ => {}
@@ -201,7 +201,7 @@ impl<'m, 'r> Analysis<'m, 'r> {
         } else {
             NOT_DISPOSABLE
         };
-        reasons.state[idx].store(state, Ordering::Release);
+        reasons.state[idx as usize].store(state, Ordering::Release);
         r
     }
 

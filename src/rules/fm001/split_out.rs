@@ -197,7 +197,7 @@ fn move_instance(
             remove_resource_entry(model, list_file, item, changes)?;
         }
     } else {
-        let (start, end) = edit::document_region(&src.yaml, obj.doc);
+        let (start, end) = edit::document_region(&src.yaml, obj.doc());
         let region = &src.yaml.text()[start..end];
         let body = region
             .strip_prefix("---")

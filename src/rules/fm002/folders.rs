@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::edit::{self, Changeset, TextEdit};
-use crate::load::{FileId, SourceFile, dir_prefix, parent_of};
+use crate::load::{FileId, SourceFile, dir_prefix, file_id, parent_of};
 use crate::model::{
     KUSTOMIZATION_FILE_NAMES, Model, Rendered, Variant, display_dir, join, relative_path,
 };
@@ -144,6 +144,7 @@ impl Ctx<'_, '_, '_> {
             ));
         }
         for (id, f) in model.repo.files.iter().enumerate() {
+            let id = file_id(id);
             let Some(inner) = relative_below(dir, &f.path) else {
                 continue;
             };
@@ -304,7 +305,7 @@ impl Ctx<'_, '_, '_> {
         }
         let mut moved_docs: Vec<usize> = docs
             .iter()
-            .map(|&i| model.object(self.variant.inventory[i].object).doc)
+            .map(|&i| model.object(self.variant.inventory[i].object).doc())
             .collect();
         moved_docs.sort_unstable();
         let text = src.yaml.text();

@@ -186,7 +186,7 @@ fn describe(
     };
     Finding::draft(
         (META.id, severity),
-        (model.repo.file(obj.file).path.clone(), obj.line),
+        (model.repo.file(obj.file).path.clone(), obj.line()),
         (layer.id.clone(), layer.cluster),
         r.key.clone(),
     )

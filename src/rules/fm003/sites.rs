@@ -185,7 +185,7 @@ pub(super) fn object_at(model: &Model, file: FileId, node: NodeId) -> Option<Obj
     model
         .objects_in(file)
         .map(|o| model.object(o))
-        .find(|o| o.doc == doc)
+        .find(|o| o.doc() == doc)
         .map(|o| o.key.clone())
 }
 

@@ -15,7 +15,7 @@ pub(in crate::rules) fn entry_location(model: &Model, r: &Rendered) -> (String, 
         return (f.path.clone(), f.yaml.line_of(f.yaml.node(item).span.start));
     }
     let obj = model.object(r.object);
-    (model.repo.file(obj.file).path.clone(), obj.line)
+    (model.repo.file(obj.file).path.clone(), obj.line())
 }
 
 /// The entry in kustomization `r.chain[k]` that leads to the object: (file, item node).

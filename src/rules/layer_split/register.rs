@@ -21,13 +21,13 @@ pub(in crate::rules) fn register(
     let obj = model.object(layer.object.ok_or("the layer has no object to edit")?);
     let file = model.repo.file(obj.file);
     let eol = file.yaml.line_ending.as_str();
-    let modeline: String = modelines(&file.yaml, obj.doc)
+    let modeline: String = modelines(&file.yaml, obj.doc())
         .iter()
         .map(|m| format!("{m}{eol}"))
         .collect();
     if file.yaml.docs().len() > 1 {
         // New documents right after the old layer's.
-        let (_, end) = edit::document_region(&file.yaml, obj.doc);
+        let (_, end) = edit::document_region(&file.yaml, obj.doc());
         let lead = if file.yaml.text()[..end].ends_with('\n') {
             ""
         } else {

@@ -36,13 +36,13 @@ pub fn flux_overlays(model: &Model, layer: &Layer) -> Result<Overlays, String> {
     let Some(spec) = doc.get("spec") else {
         return Ok(none);
     };
-    let region = yaml.docs().get(obj.doc).map_or(yaml.text(), |d| {
+    let region = yaml.docs().get(obj.doc()).map_or(yaml.text(), |d| {
         &yaml.text()[d.region().start..d.region().end]
     });
     if let Some((line, _)) = first_tag(region) {
         let first = yaml
             .docs()
-            .get(obj.doc)
+            .get(obj.doc())
             .map_or(1, |d| yaml.line_of(d.region().start));
         return Err(format!(
             "{}:{}: a tag (`!…`) in the Flux Kustomization: decoded into other bytes than fluxmend reads",

@@ -121,7 +121,7 @@ impl<'a> GraphLayer<'a> {
                         .map(|r| GraphObject {
                             object: (&r.key).into(),
                             file: path(model.object(r.object).file),
-                            line: model.object(r.object).line,
+                            line: model.object(r.object).line(),
                             gated: l.gates(&r.key),
                             via: r.chain.iter().map(|&f| path(f)).collect(),
                         })

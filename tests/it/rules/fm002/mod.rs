@@ -62,7 +62,9 @@ fn a_clean_repository_has_no_finding_and_nothing_to_fix() {
     let repo = Repo::load(Path::new(root)).unwrap();
     let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     let mut analysis = Analysis::new(&model);
-    let runners: Vec<String> = (0..model.objects.len())
+    let runners: Vec<String> = model
+        .objects
+        .indices()
         .filter(|&i| analysis.disposable(i).is_some())
         .map(|i| model.object(i).key.name.to_string())
         .collect();
