@@ -78,7 +78,7 @@ impl LiveFiles {
             }
             for variant in &layer.variants {
                 if variant.generated {
-                    live.generated_dirs.insert(variant.dir.clone());
+                    live.generated_dirs.insert(variant.dir.to_string());
                     // The directories the generator lists as resources: the topmost ones below
                     // with a kustomization file.
                     let nested: Vec<&str> = below(&sorted_kustomize_dirs, &variant.dir)

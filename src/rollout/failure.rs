@@ -26,9 +26,9 @@ impl Target {
     /// The target naming a Flux source.
     pub fn source(s: &crate::model::SourceRef) -> Target {
         Target {
-            kind: s.kind.clone(),
-            namespace: Some(s.namespace.clone()),
-            name: s.name.clone(),
+            kind: s.kind.to_string(),
+            namespace: Some(s.namespace.to_string()),
+            name: s.name.to_string(),
         }
     }
 
@@ -265,8 +265,8 @@ fn cluster_failure(
                 if next.is_some() {
                     failing.insert((
                         "Kustomization".into(),
-                        Some(l.id.namespace.clone()),
-                        l.id.name.clone(),
+                        Some(l.id.namespace.to_string()),
+                        l.id.name.to_string(),
                     ));
                 }
                 status[id] = next;

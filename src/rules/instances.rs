@@ -113,14 +113,9 @@ pub(super) fn delivered(g: &Generated) -> impl Iterator<Item = Delivered<'_>> {
 pub(super) fn root_source(generated: &InstanceObjects) -> Option<SourceRef> {
     let object = &generated.objects[generated.root_source?];
     Some(SourceRef {
-        kind: object.key.kind.to_string(),
-        name: object.key.name.to_string(),
-        namespace: object
-            .key
-            .namespace
-            .as_deref()
-            .unwrap_or_default()
-            .to_string(),
+        kind: object.key.kind.clone(),
+        name: object.key.name.clone(),
+        namespace: object.key.namespace.clone().unwrap_or_default(),
     })
 }
 

@@ -23,7 +23,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use crate::changes::{self, FileChange};
 use crate::load::Repo;
-use crate::model::{Model, ModelOptions, ObjectKey};
+use crate::model::{Model, ModelOptions, Name, ObjectKey};
 use crate::parse::YamlFile;
 use crate::rollout::{self, Consequence};
 use crate::rules::{self, Dropped, Finding, Fix, Gate, GateFailure, Phase, Remedy};
@@ -113,7 +113,7 @@ pub enum Base<'a> {
 
 /// The (cluster, name) of every layer defined in a changed file, or new: only their own Flux
 /// Kustomization objects may differ (in a fleet, other clusters' same-named layers may not).
-fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(usize, String)> {
+fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(usize, Name)> {
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let in_changed_file = |m: &Model, l: &crate::model::Layer| {
         l.object
@@ -121,7 +121,7 @@ fn touched_layers(model: &Model, after: &Model, files: &[FileChange]) -> Vec<(us
     };
     let before_ids: HashSet<(usize, &crate::model::LayerRef)> =
         model.layers.iter().map(|l| (l.cluster, &l.id)).collect();
-    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut out: Vec<(usize, Name)> = Vec::new();
     for l in model.layers.iter() {
         if in_changed_file(model, l) {
             out.push((l.cluster, l.id.name.clone()));
@@ -218,7 +218,7 @@ fn check(
         }
     };
     let touched = touched_layers(model, after, files);
-    let touched: HashSet<(usize, String)> = touched.into_iter().collect();
+    let touched: HashSet<(usize, Name)> = touched.into_iter().collect();
     let changed: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let fixes = || findings.iter().filter_map(|f| f.fix());
     let allowed = Allowed::of(fixes());

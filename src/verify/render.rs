@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::model::PRUNE_DISABLED;
-use crate::model::{Layer, LayerId, LayerRef, Model, ObjectIdx, ObjectKey};
+use crate::model::{Layer, LayerId, LayerRef, Model, Name, ObjectIdx, ObjectKey};
 use crate::parse::Value;
 use crate::rules::{Gate, GateFailure};
 
@@ -128,7 +128,7 @@ fn rendered_multiset(
 pub(super) fn render_gate(
     model: &Model,
     after: &Model,
-    touched: &HashSet<(usize, String)>,
+    touched: &HashSet<(usize, Name)>,
     changed: &HashSet<&str>,
     allowed: &Allowed,
     alike: &Alike,

@@ -465,13 +465,13 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
                     layer.id,
                     variant.dir
                 );
-                let src = tree.root.join(&variant.dir);
+                let src = tree.root.join(variant.dir.as_str());
                 if let Some(remote) = remote_entry(&src, &mut BTreeSet::new()) {
                     eprintln!("skipped {label} (remote {remote})");
                     continue;
                 }
                 let tmp = TempRepo::copy_of(&tree.root);
-                let dir = tmp.path().join(&variant.dir);
+                let dir = tmp.path().join(variant.dir.as_str());
                 let generated = variant
                     .generated
                     .then(|| flux_generated_resources(&tree.root, &repo, &variant.dir));
@@ -480,7 +480,7 @@ fn every_live_layer_variant_renders_like_a_flux_build() {
                 generated_compared += usize::from(variant.generated);
                 let expected = kubectl_build(&dir);
                 let actual = match &variant.error {
-                    Some(e) => Err(e.clone()),
+                    Some(e) => Err(e.to_string()),
                     None => Ok(model_keys(&variant.inventory)),
                 };
                 if let Some(diff) = compare(&expected, &actual) {

@@ -5,7 +5,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::model::kustomize::{Renderer, is_identity_conflict};
-use crate::model::{Model, ModelOptions, ObjectIdx, ObjectKey, display_dir};
+use crate::model::{Model, ModelOptions, Name, ObjectIdx, ObjectKey, display_dir};
 
 use super::layer::{Layer, LayerId, LayerRef, Variant};
 use super::operator::generated_by_resource_set;
@@ -158,7 +158,7 @@ impl Builder<'_, '_> {
         }
         variants.shrink_to_fit();
         let layer = &mut self.layers[id];
-        layer.source_root = Some(root);
+        layer.source_root = Some(root.into());
         layer.variants = variants;
         applied
     }
@@ -326,11 +326,15 @@ impl Builder<'_, '_> {
         // Kept for the whole run, and there is one per layer of a fleet: no growth slack.
         inventory.shrink_to_fit();
         Variant {
-            dir,
+            // The repository's own copy of the folder's path, when it has the folder.
+            dir: model
+                .repo
+                .dir_path(&dir)
+                .map_or_else(|| Name::from(dir), |shared| Name::from(shared.clone())),
             bindings,
             generated,
             inventory,
-            error,
+            error: error.map(Name::from),
             unmodelled,
         }
     }
@@ -364,7 +368,7 @@ impl Builder<'_, '_> {
                 let model = self.renderer.model;
                 let mut child = layer_from_object(model, obj, &key, cluster, Some(id));
                 if target_namespace.is_some() {
-                    child.target_namespace = target_namespace;
+                    child.target_namespace = target_namespace.map(Name::from);
                 }
                 // A Flux Kustomization applied to another cluster is reconciled there.
                 child.remote |= self.layers[id].remote;

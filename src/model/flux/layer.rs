@@ -2,7 +2,7 @@
 //! checks and the directories its path stands for.
 
 use crate::model::kustomize::Rendered;
-use crate::model::{ObjectIdx, ObjectKey};
+use crate::model::{Name, ObjectIdx, ObjectKey};
 use crate::parse::NodeId;
 
 use super::spec::FluxSpec;
@@ -13,8 +13,8 @@ pub type LayerId = usize;
 /// A `dependsOn` entry, or a layer's own identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LayerRef {
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Name,
+    pub name: Name,
 }
 
 impl std::fmt::Display for LayerRef {
@@ -26,9 +26,9 @@ impl std::fmt::Display for LayerRef {
 /// The source a layer reads (`spec.sourceRef`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SourceRef {
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
+    pub kind: Name,
+    pub name: Name,
+    pub namespace: Name,
 }
 
 impl std::fmt::Display for SourceRef {
@@ -61,7 +61,7 @@ impl HealthCheck {
 /// One directory a layer's path stands for (a path with placeholders has one per match).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
-    pub dir: String,
+    pub dir: Name,
     /// Placeholder text and the directory name it matched, e.g. (`__PROVIDER__`, `hetzner`).
     pub bindings: Vec<(String, String)>,
     /// The directory has no kustomization file: Flux generates one.
@@ -69,7 +69,7 @@ pub struct Variant {
     /// What the layer applies from this directory.
     pub inventory: Vec<Rendered>,
     /// Why the directory could not be rendered (its inventory is then incomplete).
-    pub error: Option<String>,
+    pub error: Option<Name>,
     /// kustomize fields and entries on the way whose effect on names and namespaces is not
     /// modelled (`helmCharts`, plugins and renaming patches or replacements among `transformers`
     /// and `replacements`), as `field in file`: the inventory's identities may differ from what
@@ -92,18 +92,18 @@ pub struct Layer {
     pub applied_by: Option<LayerId>,
     pub source: SourceRef,
     /// The source's artifact root in this repository, when known.
-    pub source_root: Option<String>,
+    pub source_root: Option<Name>,
     /// `spec.path` as written.
-    pub path: String,
+    pub path: Name,
     pub variants: Vec<Variant>,
     pub wait: bool,
     pub health_checks: Vec<HealthCheck>,
     pub health_check_exprs: usize,
     pub depends_on: Vec<(LayerRef, NodeId)>,
     pub depends_on_ids: Vec<LayerId>,
-    pub timeout: Option<String>,
-    pub interval: Option<String>,
-    pub target_namespace: Option<String>,
+    pub timeout: Option<Name>,
+    pub interval: Option<Name>,
+    pub target_namespace: Option<Name>,
     pub suspend: bool,
     pub prune: bool,
     pub post_build: bool,

@@ -103,9 +103,9 @@ impl Model<'_> {
     /// The source a FluxInstance's sync creates (the root source it owns).
     pub fn instance_source(&self, idx: ObjectIdx) -> Option<SourceRef> {
         instance_sync(self, idx).map(|s| SourceRef {
-            kind: s.kind,
-            name: s.name,
-            namespace: s.namespace,
+            kind: s.kind.into(),
+            name: s.name.into(),
+            namespace: s.namespace.into(),
         })
     }
 }

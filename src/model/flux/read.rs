@@ -3,7 +3,7 @@
 //! transformers write into one.
 
 use crate::load::parent_of;
-use crate::model::{Model, ObjectIdx, ObjectKey, Rendered};
+use crate::model::{Model, Name, ObjectIdx, ObjectKey, Rendered};
 use crate::parse::{NodeId, YamlFile};
 
 use super::layer::{HealthCheck, Layer, LayerId, LayerRef, SourceRef};
@@ -27,7 +27,11 @@ pub(super) fn layer_from_object(
     let spec = yaml.lookup(obj.root, &["spec"]);
     let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
     let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
-    let namespace = key.namespace.as_deref().unwrap_or("default").to_string();
+    // The layer's names are the object's own: a fleet has a layer per Flux Kustomization.
+    let namespace = key
+        .namespace
+        .clone()
+        .unwrap_or_else(|| Name::from("default"));
     let field = |item: NodeId, k: &str| {
         yaml.lookup(item, &[k])
             .and_then(|n| yaml.scalar(n))
@@ -48,8 +52,8 @@ pub(super) fn layer_from_object(
     let depends_on = items("dependsOn")
         .iter()
         .filter_map(|&item| {
-            let name = field(item, "name")?;
-            let namespace = field(item, "namespace").unwrap_or_else(|| namespace.clone());
+            let name = field(item, "name")?.into();
+            let namespace = field(item, "namespace").map_or_else(|| namespace.clone(), Name::from);
             Some((LayerRef { namespace, name }, item))
         })
         .collect();
@@ -61,7 +65,7 @@ pub(super) fn layer_from_object(
     Layer {
         id: LayerRef {
             namespace: namespace.clone(),
-            name: key.name.to_string(),
+            name: key.name.clone(),
         },
         object: Some(idx),
         created_by_instance: None,
@@ -69,21 +73,23 @@ pub(super) fn layer_from_object(
         live: false,
         applied_by,
         source: SourceRef {
-            kind: text(&["sourceRef", "kind"]).unwrap_or_else(|| "GitRepository".into()),
-            name: text(&["sourceRef", "name"]).unwrap_or_default(),
-            namespace: text(&["sourceRef", "namespace"]).unwrap_or_else(|| namespace.clone()),
+            kind: text(&["sourceRef", "kind"]).map_or_else(|| "GitRepository".into(), Name::from),
+            name: text(&["sourceRef", "name"])
+                .map(Name::from)
+                .unwrap_or_default(),
+            namespace: text(&["sourceRef", "namespace"]).map_or(namespace, Name::from),
         },
         source_root: None,
-        path: text(&["path"]).unwrap_or_default(),
+        path: text(&["path"]).map(Name::from).unwrap_or_default(),
         variants: Vec::new(),
         wait: bool_at("wait").unwrap_or(false),
         health_checks,
         health_check_exprs: at(&["healthCheckExprs"]).map_or(0, |n| yaml.items(n).len()),
         depends_on,
         depends_on_ids: Vec::new(),
-        timeout: text(&["timeout"]),
-        interval: text(&["interval"]),
-        target_namespace: text(&["targetNamespace"]),
+        timeout: text(&["timeout"]).map(Name::from),
+        interval: text(&["interval"]).map(Name::from),
+        target_namespace: text(&["targetNamespace"]).map(Name::from),
         suspend: bool_at("suspend").unwrap_or(false),
         prune: bool_at("prune").unwrap_or(false),
         post_build: at(&["postBuild"]).is_some(),
@@ -97,8 +103,8 @@ pub(super) fn layer_from_object(
 pub(super) fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
     Layer {
         id: LayerRef {
-            namespace: sync.namespace.clone(),
-            name: sync.name.clone(),
+            namespace: sync.namespace.as_str().into(),
+            name: sync.name.as_str().into(),
         },
         object: None,
         created_by_instance: Some(sync.instance),
@@ -106,12 +112,12 @@ pub(super) fn layer_from_sync(sync: &Sync, cluster: usize) -> Layer {
         live: true,
         applied_by: None,
         source: SourceRef {
-            kind: sync.kind.clone(),
-            name: sync.name.clone(),
-            namespace: sync.namespace.clone(),
+            kind: sync.kind.as_str().into(),
+            name: sync.name.as_str().into(),
+            namespace: sync.namespace.as_str().into(),
         },
         source_root: None,
-        path: sync.path.clone(),
+        path: sync.path.as_str().into(),
         variants: Vec::new(),
         wait: false,
         health_checks: Vec::new(),

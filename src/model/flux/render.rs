@@ -12,7 +12,7 @@ use crate::model::kustomize::{
     Chain, KUSTOMIZATION_FILE_NAMES, RefTarget, Rendered, Renderer, ResourceRef, Transform,
     apply_renames, check_unique, display_dir,
 };
-use crate::model::{Model, Name, join};
+use crate::model::{Model, join};
 use crate::parse::Value;
 
 use super::layer::Layer;
@@ -210,9 +210,8 @@ pub(super) fn flux_overlays(
     let patches = model.layer_patches(layer);
     apply_renames(model, &patches.iter().collect::<Vec<_>>(), inventory);
     // As the layer holds it: a transformer of its parent's build may have set it.
-    let target_namespace = layer.target_namespace.clone();
     let t = Transform {
-        namespace: target_namespace.map(Name::from),
+        namespace: layer.target_namespace.clone(),
         prefix: &layer.spec.name_prefix,
         suffix: &layer.spec.name_suffix,
     };

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet as HashSet;
 
+use crate::model::Name;
 use crate::parse::{NodeId, Value, YamlFile};
 
 /// The spec fields of a Flux Kustomization that decide how its objects are applied: where and
@@ -28,11 +29,11 @@ pub const APPLY_CONTEXT: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FluxSpec {
     /// `spec.namePrefix` and `spec.nameSuffix` (empty when unset).
-    pub name_prefix: String,
-    pub name_suffix: String,
+    pub name_prefix: Name,
+    pub name_suffix: Name,
     /// `spec.targetNamespace` as the file writes it; [`super::Layer::target_namespace`] is what
     /// the cluster gets once a parent's transformers had their say.
-    pub written_target_namespace: Option<String>,
+    pub written_target_namespace: Option<Name>,
     /// The `spec.components` list node, where a message about it points.
     pub components_list: Option<NodeId>,
     /// Each `spec.components` entry written as a string, with its node.
@@ -90,9 +91,9 @@ impl FluxSpec {
             })
             .collect();
         FluxSpec {
-            name_prefix: text("namePrefix").unwrap_or_default(),
-            name_suffix: text("nameSuffix").unwrap_or_default(),
-            written_target_namespace: text("targetNamespace"),
+            name_prefix: text("namePrefix").map(Name::from).unwrap_or_default(),
+            name_suffix: text("nameSuffix").map(Name::from).unwrap_or_default(),
+            written_target_namespace: text("targetNamespace").map(Name::from),
             components_list,
             components: components_list
                 .map_or(&[][..], |l| yaml.items(l))

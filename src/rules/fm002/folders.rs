@@ -259,7 +259,7 @@ impl Ctx<'_, '_, '_> {
         // The new folder's kustomization.
         let from = match lister {
             Some(f) => parent_of(&f.path).to_string(),
-            None => self.variant.dir.clone(),
+            None => self.variant.dir.to_string(),
         };
         let entries: Vec<String> = names
             .iter()

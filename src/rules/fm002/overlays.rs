@@ -49,7 +49,8 @@ pub(super) fn flux_overlays(model: &Model, layer: &Layer) -> Result<FluxOverlays
         prefix_or_suffix: !spec.name_prefix.is_empty() || !spec.name_suffix.is_empty(),
         target_namespace: spec
             .written_target_namespace
-            .clone()
-            .filter(|ns| !ns.is_empty()),
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string),
     })
 }

@@ -194,8 +194,8 @@ fn finding(
         .map_or_else(|| "a verify patch".to_string(), ToString::to_string);
     let layer_ref = layer.map_or_else(
         || LayerRef {
-            namespace: String::new(),
-            name: String::new(),
+            namespace: Name::default(),
+            name: Name::default(),
         },
         |l| l.id.clone(),
     );

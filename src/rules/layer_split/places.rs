@@ -20,7 +20,7 @@ pub(in crate::rules) fn generated_cover(model: &Model, dir: &str) -> Option<Laye
             };
             // Every folder between the generated one and the new one is walked into unless it
             // has a kustomization file of its own.
-            let mut walked = v.dir.clone();
+            let mut walked = v.dir.to_string();
             let parts: Vec<&str> = rel.split('/').collect();
             let mut reached = true;
             for part in &parts[..parts.len() - 1] {

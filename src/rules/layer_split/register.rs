@@ -51,8 +51,8 @@ pub(in crate::rules) fn register(
     let base = file.path.rsplit('/').next().unwrap_or("");
     let mut new_bases = Vec::new();
     for (name, doc) in docs {
-        let new_base = if base.contains(&layer.id.name) {
-            base.replacen(&layer.id.name, name, 1)
+        let new_base = if base.contains(layer.id.name.as_str()) {
+            base.replacen(layer.id.name.as_str(), name, 1)
         } else {
             format!("{name}.yaml")
         };

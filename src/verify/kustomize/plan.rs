@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::load::is_within;
-use crate::model::{Layer, Model};
+use crate::model::{Layer, Model, Name};
 
 /// (cluster, namespace, name) of a layer.
-pub(super) type LayerKey = (usize, String, String);
+pub(super) type LayerKey = (usize, Name, Name);
 
 pub(super) fn layer_key(l: &Layer) -> LayerKey {
     (l.cluster, l.id.namespace.clone(), l.id.name.clone())

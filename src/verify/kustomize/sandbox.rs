@@ -74,7 +74,7 @@ pub fn plan_layer(repo: &Repo, model: &Model, layer: &Layer) -> Result<LayerPlan
     };
     let overlays = flux_overlays(model, layer)?;
     for v in &layer.variants {
-        walk.plan.dirs.insert(v.dir.clone());
+        walk.plan.dirs.insert(v.dir.to_string());
         for component in &overlays.components {
             // Relative to the layer's path, as Flux appends them to its kustomization.
             let r = Ref {
@@ -92,7 +92,7 @@ pub fn plan_layer(repo: &Repo, model: &Model, layer: &Layer) -> Result<LayerPlan
             walk.visit(&v.dir, &Mode::Build)?;
         }
         walk.plan.jobs.push(Job {
-            dir: v.dir.clone(),
+            dir: v.dir.to_string(),
             generated: v.generated,
             overlays: overlays.json.clone(),
         });

@@ -386,7 +386,7 @@ fn fm002_findings(root: &Path) -> Vec<(String, ObjectKey)> {
     let model = Model::build(&repo, &fluxmend::model::ModelOptions::default());
     fluxmend::rules::run(&model, &["FM002".to_string()])
         .into_iter()
-        .map(|f| (f.layer.name, f.object))
+        .map(|f| (f.layer.name.to_string(), f.object))
         .collect()
 }
 
