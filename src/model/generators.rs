@@ -9,6 +9,7 @@ use crate::diagnostics::{Diagnostic, Severity};
 use crate::load::{FileId, Repo};
 use crate::parse::{NodeId, YamlFile};
 
+use super::objects::line_of_document;
 use super::{Name, Object, ObjectKey, join};
 
 /// One generated object, before it is placed in the model's object list.
@@ -119,7 +120,7 @@ pub(super) fn generate(repo: &Repo, dir: &str, file: FileId, root: NodeId) -> Op
                     file,
                     doc: 0,
                     root: entry,
-                    line: line as u32,
+                    line: line_of_document(line, false),
                     key: ObjectKey {
                         api_version: "v1".into(),
                         kind: kind.into(),
@@ -128,7 +129,6 @@ pub(super) fn generate(repo: &Repo, dir: &str, file: FileId, root: NodeId) -> Op
                             .map(Name::from),
                         name: name.into(),
                     },
-                    encrypted: false,
                 },
                 hash_suffix,
             });

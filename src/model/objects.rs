@@ -199,15 +199,23 @@ pub struct Object {
     pub(super) doc: u32,
     /// Root node of the document.
     pub root: NodeId,
-    /// 1-based line where the document's content starts ([`Object::line`]).
+    /// 1-based line where the document's content starts, and [`ENCRYPTED`] in its top bit
+    /// (made by [`line_of_document`], read with [`Object::line`] and [`Object::encrypted`]).
     pub(super) line: u32,
     pub key: ObjectKey,
-    /// A SOPS-encrypted document: its header is known, its payload is not read.
-    pub encrypted: bool,
 }
 
-// A record per object in every model: 56 bytes, where `usize` ids, document and line took 64.
-const _: () = assert!(std::mem::size_of::<Object>() == 56);
+// A record per object in every model: 48 bytes, where `usize` ids, document and line and a
+// flag of its own took 64.
+const _: () = assert!(std::mem::size_of::<Object>() == 48);
+
+/// In [`Object::line`]'s word: the document is SOPS-encrypted. A line number is under 2^28.
+const ENCRYPTED: u32 = 1 << 31;
+
+/// An object's line word: its document's 1-based first line, and whether it is encrypted.
+pub(super) fn line_of_document(line: usize, encrypted: bool) -> u32 {
+    line as u32 | if encrypted { ENCRYPTED } else { 0 }
+}
 
 impl Object {
     /// Index of the document in its file.
@@ -217,7 +225,12 @@ impl Object {
 
     /// 1-based line where the document's content starts.
     pub fn line(&self) -> usize {
-        self.line as usize
+        (self.line & !ENCRYPTED) as usize
+    }
+
+    /// A SOPS-encrypted document: its header is known, its payload is not read.
+    pub fn encrypted(&self) -> bool {
+        self.line & ENCRYPTED != 0
     }
 
     pub fn is(&self, group: &str, kind: &str) -> bool {
@@ -342,14 +355,13 @@ pub(super) fn extract(
             file: crate::load::file_id(file_id),
             doc: f.doc as u32,
             root: f.root,
-            line: f.line as u32,
+            line: line_of_document(f.line, f.encrypted),
             key: ObjectKey {
                 api_version: names.get(f.api_version),
                 kind: names.get(f.kind),
                 namespace: f.namespace.map(|n| names.get(n)),
                 name: names.get(f.name),
             },
-            encrypted: f.encrypted,
         }));
     }
     starts.push(objects.len() as u32);
@@ -492,7 +504,6 @@ mod tests {
                 namespace: None,
                 name: name.into(),
             },
-            encrypted: false,
         };
         let list: Vec<Object> = (0..600).map(|i| object(i, &format!("cm-{i}"))).collect();
         let mut base = Objects::new(list[..590].to_vec());

@@ -66,7 +66,7 @@ pub(super) fn check(model: &mut Model) {
         .par_iter()
         .map(|obj| {
             let (group, kind) = (obj.key.group(), obj.key.kind.as_str());
-            !obj.encrypted
+            !obj.encrypted()
                 && REQUIRED.iter().any(|(g, k, _)| group == *g && kind == *k)
                 && model
                     .repo

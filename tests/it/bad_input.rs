@@ -334,14 +334,14 @@ fn sops_encrypted_secret_is_kept_with_its_header() {
         .iter()
         .find(|o| o.key.kind == "Secret")
         .expect("the Secret is an object");
-    assert!(secret.encrypted, "{secret:?}");
+    assert!(secret.encrypted(), "{secret:?}");
     assert_eq!(secret.key.namespace.as_deref(), Some("demo"));
     assert!(
         model
             .objects
             .iter()
             .filter(|o| o.key.kind != "Secret")
-            .all(|o| !o.encrypted)
+            .all(|o| !o.encrypted())
     );
 }
 

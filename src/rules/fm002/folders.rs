@@ -297,7 +297,7 @@ impl Ctx<'_, '_, '_> {
     fn split_file(&mut self, file: FileId, docs: &[usize], to: &str) -> Result<(), String> {
         let model = self.model;
         let src = model.repo.file(file);
-        if model.objects_in(file).any(|o| model.object(o).encrypted) {
+        if model.objects_in(file).any(|o| model.object(o).encrypted()) {
             return Err(format!(
                 "{} is SOPS-encrypted and holds objects that stay; splitting it would break its MAC",
                 src.path

@@ -22,7 +22,7 @@ fn protect_in_place(
         let obj = model.object(idx);
         let file = model.repo.file(obj.file);
         let what = format!("{} {}", obj.key.kind, obj.key);
-        if obj.encrypted {
+        if obj.encrypted() {
             return Err(format!(
                 "{what} is SOPS-encrypted in {}: adding an annotation would break its MAC; annotate it {key}: {value} yourself (sops edit), then run fix again",
                 file.path
