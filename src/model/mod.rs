@@ -95,8 +95,8 @@ pub struct Model<'r> {
     /// (listed file, kustomization file, its `resources` item) for every entry naming a file of
     /// the repository, sorted: built when first asked (a fix registering a new layer).
     listers: OnceLock<Arc<Vec<(FileId, FileId, NodeId)>>>,
-    /// The hash suffix (`-<hash>`) of each generated ConfigMap and Secret, the objects after
-    /// the files' ([`Model::hash_suffix`]).
+    /// The hash suffix (`-<hash>`) of each generated ConfigMap and Secret, in object order: they
+    /// are the objects after the files' own ([`Model::hash_suffix`]).
     hash_suffixes: Vec<Option<Name>>,
     /// Files only ever named as patches ([`kustomize::patch_only_files`]): their documents
     /// define no layer.
@@ -352,9 +352,10 @@ impl<'r> Model<'r> {
     /// kustomization adds, and a patch does not rename the object (its hash is computed from
     /// its name).
     pub fn hash_suffix(&self, idx: ObjectIdx) -> Option<&Name> {
-        let first_generated = self.objects.len() - self.hash_suffixes.len();
-        let at = (idx as usize).checked_sub(first_generated)?;
-        self.hash_suffixes.get(at)?.as_ref()
+        // Generated objects come right after the files' own.
+        let first_generated = self.file_objects.last().copied().unwrap_or(0);
+        let at = idx.checked_sub(first_generated)?;
+        self.hash_suffixes.get(at as usize)?.as_ref()
     }
 
     /// The first object, in repository order, of `kind` named `name` in `namespace` (or in no
