@@ -69,7 +69,7 @@ pub struct Model<'r> {
     pub repo: &'r Repo,
     pub objects: Objects,
     /// Where each file's objects start in `objects` (see [`Model::objects_in`]).
-    file_objects: Arc<Vec<u32>>,
+    file_objects: Arc<Vec<ObjectIdx>>,
     /// kustomize directories by directory path. Boxed: most of a fleet's directories have
     /// none, and the table's empty slots then cost a pointer each, not a whole record.
     /// This and the other parts a change often leaves equal are shared by a variant model

@@ -8,7 +8,7 @@ use rustc_hash::FxHashSet as HashSet;
 use rayon::prelude::*;
 
 use crate::diagnostics::{Diagnostic, Severity};
-use crate::load::{FileId, Repo, SourceFile};
+use crate::load::{FileId, Repo, SourceFile, file_id};
 use crate::parse::NodeId;
 
 /// Index of an object in [`super::Model::objects`]. 32 bits, like [`FileId`]: inventories name
@@ -339,7 +339,7 @@ pub(super) fn extract(
     repo: &Repo,
     diagnostics: &mut Vec<Diagnostic>,
     known: &Objects,
-) -> (Vec<Object>, Vec<u32>) {
+) -> (Vec<Object>, Vec<ObjectIdx>) {
     let per_file: Vec<(Vec<Found>, Vec<Diagnostic>)> =
         repo.files.par_iter().map(|file| objects_of(file)).collect();
     let mut objects = Vec::new();
@@ -348,11 +348,11 @@ pub(super) fn extract(
     for key in known.iter().map(|o| &o.key) {
         names.learn(key);
     }
-    for (file_id, (found, diags)) in per_file.into_iter().enumerate() {
+    for (index, (found, diags)) in per_file.into_iter().enumerate() {
         diagnostics.extend(diags);
-        starts.push(objects.len() as u32);
+        starts.push(object_idx(objects.len()));
         objects.extend(found.into_iter().map(|f| Object {
-            file: crate::load::file_id(file_id),
+            file: file_id(index),
             doc: f.doc as u32,
             root: f.root,
             line: line_of_document(f.line, f.encrypted),
@@ -364,7 +364,7 @@ pub(super) fn extract(
             },
         }));
     }
-    starts.push(objects.len() as u32);
+    starts.push(object_idx(objects.len()));
     (objects, starts)
 }
 

@@ -26,7 +26,7 @@ pub(super) fn layer_from_object(
     let yaml: &YamlFile = &model.repo.file(obj.file).yaml;
     let spec = yaml.lookup(obj.root, &["spec"]);
     let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
-    let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(str::to_string);
+    let text = |keys: &[&str]| at(keys).and_then(|n| yaml.scalar(n)).map(Name::from);
     // The layer's names are the object's own: a fleet has a layer per Flux Kustomization.
     let namespace = key
         .namespace
@@ -73,23 +73,21 @@ pub(super) fn layer_from_object(
         live: false,
         applied_by,
         source: SourceRef {
-            kind: text(&["sourceRef", "kind"]).map_or_else(|| "GitRepository".into(), Name::from),
-            name: text(&["sourceRef", "name"])
-                .map(Name::from)
-                .unwrap_or_default(),
-            namespace: text(&["sourceRef", "namespace"]).map_or(namespace, Name::from),
+            kind: text(&["sourceRef", "kind"]).unwrap_or_else(|| "GitRepository".into()),
+            name: text(&["sourceRef", "name"]).unwrap_or_default(),
+            namespace: text(&["sourceRef", "namespace"]).unwrap_or(namespace),
         },
         source_root: None,
-        path: text(&["path"]).map(Name::from).unwrap_or_default(),
+        path: text(&["path"]).unwrap_or_default(),
         variants: Vec::new(),
         wait: bool_at("wait").unwrap_or(false),
         health_checks,
         health_check_exprs: at(&["healthCheckExprs"]).map_or(0, |n| yaml.items(n).len()),
         depends_on,
         depends_on_ids: Vec::new(),
-        timeout: text(&["timeout"]).map(Name::from),
-        interval: text(&["interval"]).map(Name::from),
-        target_namespace: text(&["targetNamespace"]).map(Name::from),
+        timeout: text(&["timeout"]),
+        interval: text(&["interval"]),
+        target_namespace: text(&["targetNamespace"]),
         suspend: bool_at("suspend").unwrap_or(false),
         prune: bool_at("prune").unwrap_or(false),
         post_build: at(&["postBuild"]).is_some(),

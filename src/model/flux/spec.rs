@@ -69,7 +69,7 @@ impl FluxSpec {
     /// Read from the `spec` node of a Flux Kustomization (`None`: it has none).
     pub(super) fn read(yaml: &YamlFile, spec: Option<NodeId>) -> FluxSpec {
         let at = |keys: &[&str]| spec.and_then(|s| yaml.lookup(s, keys));
-        let text = |key: &str| at(&[key]).and_then(|n| yaml.scalar(n)).map(str::to_string);
+        let text = |key: &str| at(&[key]).and_then(|n| yaml.scalar(n)).map(Name::from);
         let components_list = at(&["components"]);
         let patches = at(&["patches"])
             .map_or(&[][..], |l| yaml.items(l))
@@ -91,9 +91,9 @@ impl FluxSpec {
             })
             .collect();
         FluxSpec {
-            name_prefix: text("namePrefix").map(Name::from).unwrap_or_default(),
-            name_suffix: text("nameSuffix").map(Name::from).unwrap_or_default(),
-            written_target_namespace: text("targetNamespace").map(Name::from),
+            name_prefix: text("namePrefix").unwrap_or_default(),
+            name_suffix: text("nameSuffix").unwrap_or_default(),
+            written_target_namespace: text("targetNamespace"),
             components_list,
             components: components_list
                 .map_or(&[][..], |l| yaml.items(l))

@@ -34,8 +34,8 @@ impl Rule for MultiIdentityVerify {
 
     fn check(&self, model: &Model) -> Vec<Draft> {
         let mut findings = Vec::new();
-        for (file_id, file) in model.repo.files.iter().enumerate() {
-            let file_id = crate::load::file_id(file_id);
+        for (index, file) in model.repo.files.iter().enumerate() {
+            let file_id = crate::load::file_id(index);
             if !file.yaml.text().contains(LIST) || !model.is_live_file(&file.path) {
                 continue;
             }
