@@ -4,11 +4,13 @@
 //! parallel; what is not Kubernetes YAML is set aside with a note, not an error.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasher as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use arcstr::ArcStr;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::{Diagnostic, Severity};
 use crate::parse::YamlFile;
@@ -103,37 +105,7 @@ impl Repo {
             }
         }
         candidates.sort();
-        // Read and parse in parallel (the bulk of the work), a batch at a time whose files keep
-        // their texts and node records together; record in path order.
-        let dirs = &repo.dirs;
-        let loaded: Vec<Loaded> = candidates
-            .into_par_iter()
-            .chunks(FILES_STORED_TOGETHER)
-            .flat_map_iter(|batch| {
-                let mut loaded: Vec<Loaded> = batch
-                    .into_iter()
-                    .map(|rel| match contents.parsed(&rel) {
-                        // The same bytes parsed by another load: readable, and judged as text
-                        // the same.
-                        Some(file) => match skip_reason(&rel, dirs, contents) {
-                            Some(reason) => Loaded::Skipped(rel, reason, None),
-                            None => Loaded::Parsed(file),
-                        },
-                        None => Repo::read_and_parse(rel, dirs, contents),
-                    })
-                    .collect();
-                // Files another load parsed are shared with it, and keep their storage.
-                let mut parsed_here: Vec<&mut YamlFile> = loaded
-                    .iter_mut()
-                    .filter_map(|l| match l {
-                        Loaded::Parsed(file) => Arc::get_mut(file).map(|f| &mut f.yaml),
-                        _ => None,
-                    })
-                    .collect();
-                YamlFile::share_storage(&mut parsed_here);
-                loaded
-            })
-            .collect();
+        let loaded = read_and_parse(candidates, &repo.dirs, contents);
         repo.files.reserve_exact(loaded.len());
         for outcome in loaded {
             match outcome {
@@ -170,36 +142,132 @@ impl Repo {
         }
         repo.finish()
     }
+}
 
-    /// Read one YAML-named file and parse it, or say why it is skipped.
-    fn read_and_parse(rel: String, dirs: &BTreeSet<ArcStr>, contents: &dyn Contents) -> Loaded {
-        match contents.read(&rel) {
-            Err(reason) => Loaded::Unreadable(rel, reason),
-            Ok(text) => match skip_reason(&rel, dirs, contents) {
-                Some(reason) => Loaded::Skipped(rel, reason, None),
-                None => {
-                    // `{{ … }}` in a string value or a comment is ordinary YAML that Flux
-                    // applies as is: only a file that does not parse is judged a template
-                    // (and only its text searched for one).
-                    let (yaml, error) = YamlFile::parse_owned(text);
-                    match error {
-                        Some(e) if has_template_syntax(yaml.text()) => Loaded::Skipped(
-                            rel,
-                            format!(
-                                "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
-                                e.message
-                            ),
-                            Some((e.line, e.column)),
-                        ),
-                        error => Loaded::Parsed(Arc::new(SourceFile {
-                            path: rel,
-                            yaml,
-                            error: error.map(Box::new),
-                        })),
-                    }
-                }
-            },
+/// What reading one YAML-named file gave, before it is parsed.
+enum Read {
+    /// Its text, and the text's hash (identical texts are parsed once).
+    Text(String, u64),
+    /// Parsed by another load, skipped or unreadable: nothing left to do.
+    Done(Loaded),
+}
+
+/// Read every candidate (in parallel), then parse each distinct text once (in parallel, a
+/// batch at a time whose files keep their texts and node records together); a file whose text
+/// an earlier one holds shares that file's parsed text and nodes. A fleet's clusters hold the
+/// same files (`flux bootstrap` writes each its own `gotk-components.yaml`, hundreds of
+/// kilobytes): parsed and kept once, as git keeps one blob (issue 26). In path order.
+fn read_and_parse(
+    candidates: Vec<String>,
+    dirs: &BTreeSet<ArcStr>,
+    contents: &dyn Contents,
+) -> Vec<Loaded> {
+    let read: Vec<(String, Read)> = candidates
+        .into_par_iter()
+        .map(|rel| {
+            let read = match contents.parsed(&rel) {
+                // The same bytes parsed by another load: readable, and judged as text the same.
+                Some(file) => Read::Done(match skip_reason(&rel, dirs, contents) {
+                    Some(reason) => Loaded::Skipped(rel.clone(), reason, None),
+                    None => Loaded::Parsed(file),
+                }),
+                None => match contents.read(&rel) {
+                    Err(reason) => Read::Done(Loaded::Unreadable(rel.clone(), reason)),
+                    Ok(text) => match skip_reason(&rel, dirs, contents) {
+                        Some(reason) => Read::Done(Loaded::Skipped(rel.clone(), reason, None)),
+                        None => {
+                            let hash = rustc_hash::FxBuildHasher.hash_one(text.as_str());
+                            Read::Text(text, hash)
+                        }
+                    },
+                },
+            };
+            (rel, read)
+        })
+        .collect();
+    // The first file of each distinct text; the others name it.
+    let mut first_of: HashMap<u64, Vec<usize>> = HashMap::default();
+    let mut same_as: Vec<Option<usize>> = vec![None; read.len()];
+    for (i, (_, r)) in read.iter().enumerate() {
+        let Read::Text(text, hash) = r else { continue };
+        let firsts = first_of.entry(*hash).or_default();
+        let text_of = |j: usize| match &read[j].1 {
+            Read::Text(t, _) => t.as_str(),
+            Read::Done(_) => "",
+        };
+        match firsts.iter().find(|&&j| text_of(j) == text) {
+            Some(&j) => same_as[i] = Some(j),
+            None => firsts.push(i),
         }
+    }
+    drop(first_of);
+    let mut loaded: Vec<Option<Loaded>> = Vec::with_capacity(read.len());
+    let (mut to_parse, mut copies) = (Vec::new(), Vec::new());
+    for ((i, (rel, r)), same_as) in read.into_iter().enumerate().zip(same_as) {
+        loaded.push(None);
+        match (r, same_as) {
+            (Read::Done(l), _) => loaded[i] = Some(l),
+            (Read::Text(..), Some(first)) => copies.push((i, rel, first)),
+            (Read::Text(text, _), None) => to_parse.push((i, rel, text)),
+        }
+    }
+    let parsed: Vec<(usize, Loaded)> = to_parse
+        .into_par_iter()
+        .chunks(FILES_STORED_TOGETHER)
+        .flat_map_iter(|batch| {
+            let mut parsed: Vec<(usize, Loaded)> = batch
+                .into_iter()
+                .map(|(i, rel, text)| (i, parse(rel, text)))
+                .collect();
+            let mut files: Vec<&mut YamlFile> = parsed
+                .iter_mut()
+                .filter_map(|(_, l)| match l {
+                    Loaded::Parsed(file) => Arc::get_mut(file).map(|f| &mut f.yaml),
+                    _ => None,
+                })
+                .collect();
+            YamlFile::share_storage(&mut files);
+            parsed
+        })
+        .collect();
+    for (i, l) in parsed {
+        loaded[i] = Some(l);
+    }
+    // Each copy is what its first became, under its own path.
+    for (i, rel, first) in copies {
+        loaded[i] = match &loaded[first] {
+            Some(Loaded::Parsed(f)) => Some(Loaded::Parsed(Arc::new(SourceFile {
+                path: rel,
+                yaml: f.yaml.clone(),
+                error: f.error.clone(),
+            }))),
+            Some(Loaded::Skipped(_, reason, at)) => Some(Loaded::Skipped(rel, reason.clone(), *at)),
+            // A first text is parsed, or judged a template once parsed.
+            _ => None,
+        };
+    }
+    loaded.into_iter().flatten().collect()
+}
+
+/// Parse one file's text, or say why it is skipped.
+fn parse(rel: String, text: String) -> Loaded {
+    // `{{ … }}` in a string value or a comment is ordinary YAML that Flux applies as is: only a
+    // file that does not parse is judged a template (and only its text searched for one).
+    let (yaml, error) = YamlFile::parse_owned(text);
+    match error {
+        Some(e) if has_template_syntax(yaml.text()) => Loaded::Skipped(
+            rel,
+            format!(
+                "template text ({{{{ }}}} or {{% %}}) that is not YAML: {}",
+                e.message
+            ),
+            Some((e.line, e.column)),
+        ),
+        error => Loaded::Parsed(Arc::new(SourceFile {
+            path: rel,
+            yaml,
+            error: error.map(Box::new),
+        })),
     }
 }
 
@@ -243,4 +311,61 @@ fn skip_reason(rel: &str, dirs: &BTreeSet<ArcStr>, contents: &dyn Contents) -> O
         return Some("Helm chart metadata".into());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::load::{Repo, write_test_file as write};
+
+    /// Files with the same text are parsed once and share it (the same bytes in memory), each
+    /// under its own path and judged by it: a copy in a Helm chart's templates is skipped, a
+    /// copy of a file that does not parse has its error, a copy of template text is skipped
+    /// where it is, and a text that differs only by its BOM is its own.
+    #[test]
+    fn identical_texts_are_parsed_once_and_judged_by_their_own_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+        let broken = "a: [1\n";
+        let template = "{{- if .Values.x }}\na: 1\n{{- end }}\n";
+        for rel in ["a/cm.yaml", "b/cm.yaml", "c/copy.yml", "chart/templates/cm.yaml"] {
+            write(tmp.path(), rel, config_map);
+        }
+        write(tmp.path(), "chart/Chart.yaml", "name: chart\n");
+        write(tmp.path(), "d/bom.yaml", &format!("\u{feff}{config_map}"));
+        for rel in ["e/broken.yaml", "f/broken.yaml"] {
+            write(tmp.path(), rel, broken);
+        }
+        for rel in ["g/t.yaml", "h/t.yaml"] {
+            write(tmp.path(), rel, template);
+        }
+        let repo = Repo::load(tmp.path()).unwrap();
+        let file = |rel: &str| repo.file(repo.file_id(rel).unwrap());
+        let first = file("a/cm.yaml");
+        for rel in ["b/cm.yaml", "c/copy.yml"] {
+            let copy = file(rel);
+            assert_eq!(copy.path, rel);
+            assert_eq!(copy.yaml.text().as_ptr(), first.yaml.text().as_ptr(), "{rel}");
+            assert_eq!(copy.yaml.docs(), first.yaml.docs());
+        }
+        let bom = file("d/bom.yaml");
+        assert!(bom.yaml.bom && !first.yaml.bom);
+        assert_eq!(bom.yaml.text(), first.yaml.text());
+        assert_ne!(bom.yaml.text().as_ptr(), first.yaml.text().as_ptr());
+        assert!(repo.file_id("chart/templates/cm.yaml").is_none());
+        let (e, f) = (file("e/broken.yaml"), file("f/broken.yaml"));
+        assert!(e.error.is_some() && e.error == f.error);
+        assert!(repo.file_id("g/t.yaml").is_none() && repo.file_id("h/t.yaml").is_none());
+        let said = |rel: &str, what: &str| {
+            repo.diagnostics
+                .iter()
+                .any(|d| d.file() == rel && d.message.contains(what))
+        };
+        assert!(said("chart/templates/cm.yaml", "Helm chart template"));
+        for rel in ["g/t.yaml", "h/t.yaml"] {
+            assert!(said(rel, "template text"), "{rel}: {:?}", repo.diagnostics);
+        }
+        for rel in ["e/broken.yaml", "f/broken.yaml"] {
+            assert!(said(rel, "does not parse"), "{rel}: {:?}", repo.diagnostics);
+        }
+    }
 }
