@@ -327,7 +327,12 @@ mod tests {
         let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
         let broken = "a: [1\n";
         let template = "{{- if .Values.x }}\na: 1\n{{- end }}\n";
-        for rel in ["a/cm.yaml", "b/cm.yaml", "c/copy.yml", "chart/templates/cm.yaml"] {
+        for rel in [
+            "a/cm.yaml",
+            "b/cm.yaml",
+            "c/copy.yml",
+            "chart/templates/cm.yaml",
+        ] {
             write(tmp.path(), rel, config_map);
         }
         write(tmp.path(), "chart/Chart.yaml", "name: chart\n");
@@ -344,7 +349,11 @@ mod tests {
         for rel in ["b/cm.yaml", "c/copy.yml"] {
             let copy = file(rel);
             assert_eq!(copy.path, rel);
-            assert_eq!(copy.yaml.text().as_ptr(), first.yaml.text().as_ptr(), "{rel}");
+            assert_eq!(
+                copy.yaml.text().as_ptr(),
+                first.yaml.text().as_ptr(),
+                "{rel}"
+            );
             assert_eq!(copy.yaml.docs(), first.yaml.docs());
         }
         let bom = file("d/bom.yaml");

@@ -15,9 +15,8 @@
 //!    same before and after.
 //!
 //! Each gate sees only the fixes the earlier ones kept. A gate that fails on the combined change
-//! is retried one fix at a time, so one bad fix costs only itself. The builtin gates run beside
-//! the whole-move gate on every fix it was given; their verdicts count only when it keeps them
-//! all, else they run again on what it kept.
+//! is retried one fix at a time, so one bad fix costs only itself. The builtin gates run after
+//! the whole-move gate, on every fix it was given when it keeps them all, else on what it kept.
 
 use std::collections::BTreeMap;
 
@@ -195,22 +194,14 @@ pub fn plan_with(
         .as_ref()
         .zip(first_model.as_ref())
         .map(|(files, m)| Remodelled::new(files, m, Remodelled::rules_of(firsts.iter().copied())));
-    // The builtin gates on every fix as it is run beside the whole-move gate: they see other
-    // findings only when that gate drops a fix, which is rare; then they run again.
-    let (together, planned) = rayon::join(
-        || {
-            first.as_ref().is_some_and(|first| {
-                moves::rest_passes_together(repo, model, options, &firsts, first, tool)
-            })
-        },
-        || {
-            first.as_ref().map(|first| {
-                super::plan_knowing(repo, model, base, options, findings.clone(), Some(first))
-            })
-        },
-    );
-    let mut plan = match planned.filter(|_| together) {
-        Some(plan) => plan,
+    // The builtin gates run once the whole-move gate has spoken, not beside it: side by side,
+    // each held a model of a changed repository at the same time, `fix`'s peak memory (issue
+    // 26), and each is parallel inside, so together they were no faster.
+    let together = first.as_ref().is_some_and(|first| {
+        moves::rest_passes_together(repo, model, options, &firsts, first, tool)
+    });
+    let mut plan = match first.as_ref().filter(|_| together) {
+        Some(first) => super::plan_knowing(repo, model, base, options, findings, Some(first)),
         None => {
             let refused: Vec<Option<GateFailure>> = findings
                 .par_iter()
