@@ -48,6 +48,22 @@ enum Loaded {
     Unreadable(String, String),
 }
 
+impl Loaded {
+    /// What a file holding this one's text is at `rel`: its parsed text and nodes, or the
+    /// verdict on its text, are the same.
+    fn same_text_at(&self, rel: String) -> Loaded {
+        match self {
+            Loaded::Parsed(file) => Loaded::Parsed(Arc::new(SourceFile {
+                path: rel,
+                yaml: file.yaml.clone(),
+                error: file.error.clone(),
+            })),
+            Loaded::Skipped(_, reason, at) => Loaded::Skipped(rel, reason.clone(), *at),
+            Loaded::Unreadable(_, reason) => Loaded::Unreadable(rel, reason.clone()),
+        }
+    }
+}
+
 impl Repo {
     /// The repository a listing describes, its YAML files read from `contents` and parsed.
     pub(super) fn assemble(
@@ -185,19 +201,21 @@ fn read_and_parse(
             (rel, read)
         })
         .collect();
-    // The first file of each distinct text; the others name it.
-    let mut first_of: HashMap<u64, Vec<usize>> = HashMap::default();
+    // The first file of each distinct text; the others name it. (A text whose hash another
+    // text has is parsed on its own: a collision costs only the sharing.)
+    let mut first_of: HashMap<u64, usize> = HashMap::default();
     let mut same_as: Vec<Option<usize>> = vec![None; read.len()];
-    for (i, (_, r)) in read.iter().enumerate() {
-        let Read::Text(text, hash) = r else { continue };
-        let firsts = first_of.entry(*hash).or_default();
-        let text_of = |j: usize| match &read[j].1 {
-            Read::Text(t, _) => t.as_str(),
-            Read::Done(_) => "",
+    let text_of = |i: usize| match &read[i].1 {
+        Read::Text(text, _) => Some(text),
+        Read::Done(_) => None,
+    };
+    for i in 0..read.len() {
+        let Read::Text(text, hash) = &read[i].1 else {
+            continue;
         };
-        match firsts.iter().find(|&&j| text_of(j) == text) {
-            Some(&j) => same_as[i] = Some(j),
-            None => firsts.push(i),
+        let first = *first_of.entry(*hash).or_insert(i);
+        if first != i && text_of(first) == Some(text) {
+            same_as[i] = Some(first);
         }
     }
     drop(first_of);
@@ -235,16 +253,7 @@ fn read_and_parse(
     }
     // Each copy is what its first became, under its own path.
     for (i, rel, first) in copies {
-        loaded[i] = match &loaded[first] {
-            Some(Loaded::Parsed(f)) => Some(Loaded::Parsed(Arc::new(SourceFile {
-                path: rel,
-                yaml: f.yaml.clone(),
-                error: f.error.clone(),
-            }))),
-            Some(Loaded::Skipped(_, reason, at)) => Some(Loaded::Skipped(rel, reason.clone(), *at)),
-            // A first text is parsed, or judged a template once parsed.
-            _ => None,
-        };
+        loaded[i] = loaded[first].as_ref().map(|l| l.same_text_at(rel));
     }
     loaded.into_iter().flatten().collect()
 }
