@@ -5,8 +5,9 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
 use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile, dash_of};
 use super::node::{
-    ALIAS, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG,
-    MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR, SEQUENCE, ScalarStyle, Span,
+    ALIAS, COLLECTION_LEN_SHIFT, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT,
+    LINE_BLOCK, LONG, MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR, SEQUENCE, STORED_END,
+    ScalarStyle, Span, first_and_last,
 };
 use super::{ends, lenient};
 
@@ -241,14 +242,13 @@ impl Scratch {
         // A collection the parse stopped inside (its document is dropped) reads as empty.
         for frame in self.stack.drain(..) {
             let node = &mut self.nodes[frame.id as usize];
-            if frame.mapping {
-                node.data |= self.entries.len() as u32;
-                let flow = if frame.flow { FLOW_MAPPING } else { 0 };
-                self.entries.extend([0, flow]);
+            let arena = if frame.mapping {
+                &mut self.entries
             } else {
-                node.data |= self.items.len() as u32;
-                self.items.extend([u32::from(frame.flow), 0]);
-            }
+                &mut self.items
+            };
+            node.data |= arena.len() as u32;
+            arena.extend([if frame.flow { FLOW } else { 0 }, 0]);
         }
         let mut dashes = self.dashes.iter().copied();
         let line_index = self.line_starts.iter().step_by(LINE_BLOCK).copied();
@@ -261,6 +261,12 @@ impl Scratch {
             + line_index.len();
         let mut words = Vec::with_capacity(size);
         words.extend([0; HEADER]);
+        // Each collection's block again, in node order, its end kept only where its children do
+        // not give it (see `STORED_END`).
+        let (mut entries, mut items) = (
+            Vec::with_capacity(self.entries.len()),
+            Vec::with_capacity(self.items.len()),
+        );
         for (id, node) in (0..).zip(&self.nodes) {
             if node.data & HAS_DASH != 0 {
                 self.offsets.extend(dashes.next());
@@ -275,17 +281,23 @@ impl Scratch {
                         self.offsets.push([id, node.end]);
                     }
                 },
-                MAPPING => self.entries[index + 1] |= node.end,
-                SEQUENCE => self.items[index + 1] = node.end,
+                MAPPING => {
+                    let at = repack(&self.entries, index, true, node, &self.nodes, &mut entries);
+                    data = data & !PAYLOAD | at;
+                }
+                SEQUENCE => {
+                    let at = repack(&self.items, index, false, node, &self.nodes, &mut items);
+                    data = data & !PAYLOAD | at;
+                }
                 _ => self.offsets.push([id, node.end]),
             }
             words.extend([node.start, data]);
         }
         let arena_start = |words: &mut Vec<u32>, slot: usize| words[slot] = words.len() as u32;
         arena_start(&mut words, 0);
-        words.extend_from_slice(&self.entries);
+        words.extend_from_slice(&entries);
         arena_start(&mut words, 1);
-        words.extend_from_slice(&self.items);
+        words.extend_from_slice(&items);
         arena_start(&mut words, 2);
         words.extend(self.offsets.iter().flatten());
         arena_start(&mut words, 3);
@@ -303,6 +315,35 @@ impl Scratch {
             *self = Scratch::default();
         }
     }
+}
+
+/// Copy the block of the collection at `index` of `arena` as the builder left it (its header, a
+/// word for its end, its children) to the end of `out`, its end kept unless its children give
+/// it as [`STORED_END`] says; `node` is the collection, `nodes` every node. Its index in `out`.
+fn repack(
+    arena: &[u32],
+    index: usize,
+    mapping: bool,
+    node: &Open,
+    nodes: &[Open],
+    out: &mut Vec<u32>,
+) -> u32 {
+    let header = arena[index];
+    let len = (header >> COLLECTION_LEN_SHIFT) as usize;
+    let paired = header & PAIRED != 0;
+    let ids = &arena[index + 2..index + 2 + if paired { 2 * len } else { len }];
+    let at = out.len() as u32;
+    let leaf = |c: NodeId| matches!(nodes[c as usize].data >> KIND_SHIFT, SCALAR | ALIAS);
+    let given = first_and_last(ids, mapping, paired)
+        .filter(|&(first, last)| first == last || leaf(first))
+        .map(|(first, last)| nodes[first as usize].end.max(nodes[last as usize].end));
+    if given == Some(node.end) {
+        out.push(header);
+    } else {
+        out.extend([header | STORED_END, node.end]);
+    }
+    out.extend_from_slice(ids);
+    at
 }
 
 /// A node while the file is built: its end is still read and moved (a collection's is set
@@ -525,11 +566,12 @@ impl Builder<'_> {
             let len = pairs.len() as u32;
             // Keys alone when every value is the node after its key (see `Entries`).
             let paired = pairs.clone().any(|p| p[1] != p[0] + 1);
-            let flow = if frame.flow { FLOW_MAPPING } else { 0 };
-            // Its end is added once packed.
-            scratch
-                .entries
-                .extend([len << 1 | if paired { PAIRED } else { 0 }, flow]);
+            let flow = if frame.flow { FLOW } else { 0 };
+            // Its end, once packed.
+            scratch.entries.extend([
+                len << COLLECTION_LEN_SHIFT | flow | if paired { PAIRED } else { 0 },
+                0,
+            ]);
             if paired {
                 scratch.entries.extend(pairs.flatten());
             } else {
@@ -538,9 +580,10 @@ impl Builder<'_> {
             index
         } else {
             let index = scratch.items.len();
+            let flow = if frame.flow { FLOW } else { 0 };
             scratch
                 .items
-                .push((children.len() as u32) << 1 | u32::from(frame.flow));
+                .push((children.len() as u32) << COLLECTION_LEN_SHIFT | flow);
             // Its end, once packed.
             scratch.items.push(0);
             scratch.items.extend_from_slice(children);

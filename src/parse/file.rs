@@ -6,9 +6,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    ALIAS, Entries, FLOW_MAPPING, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT, LINE_BLOCK,
-    LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR, SCALAR_STYLES,
-    SEQUENCE, ScalarStyle, Span,
+    ALIAS, COLLECTION_LEN_SHIFT, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT,
+    LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR,
+    SCALAR_STYLES, SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
 };
 
 /// One document of a (possibly multi-document) file. Its offsets are 32-bit, as every offset
@@ -72,11 +72,12 @@ pub struct YamlFile {
 /// The arrays [`YamlFile::words`] holds after its header (which holds where each but the
 /// nodes starts), in this order:
 /// - `Nodes`: two words a node, its [`Packed`] record.
-/// - `Entries`: mapping children: at a mapping's index `len << 1 | PAIRED if paired`, then
-///   `end | FLOW_MAPPING if flow`, then its `len` keys, or `len` (key, value) pairs when paired
-///   (see [`Entries`]).
-/// - `Items`: sequence children: at a sequence's index `len << 1 | flow`, then its end, then its
-///   `len` items.
+/// - `Entries`: mapping children: at a mapping's index its header, `len <<
+///   COLLECTION_LEN_SHIFT` with [`FLOW`], [`STORED_END`] and [`PAIRED`] flags, then its end if
+///   stored (else its children give it), then its `len` keys, or `len`
+///   (key, value) pairs when paired (see [`Entries`]).
+/// - `Items`: sequence children: at a sequence's index its header (the same, never paired), its
+///   end if stored, then its `len` items.
 /// - `Offsets`: (node id, offset) pairs: the dash byte of each block-sequence item, and the end
 ///   of each node whose record cannot hold it (an alias, a scalar of 16 MiB or more), by node id
 ///   (ascending; a node's dash before its end): both few, so one table.
@@ -109,6 +110,11 @@ pub(super) struct Storage {
 /// Where `len` items start in a storage of one file: at its start.
 fn whole(len: usize) -> (u32, u32) {
     (0, len as u32)
+}
+
+/// Words a collection's block takes before its children: its header, and its end when stored.
+fn block_words(header: u32) -> usize {
+    1 + usize::from(header & STORED_END != 0)
 }
 
 /// A (start, length) place as a range.
@@ -256,23 +262,20 @@ impl YamlFile {
                 (kind, self.scalar_end(id, packed))
             }
             MAPPING => {
-                let (entries, tail) = self.mapping_at(payload as usize);
+                let (entries, header) = self.mapping_at(payload as usize);
                 let kind = NodeKind::Mapping {
                     entries,
-                    flow: tail & FLOW_MAPPING != 0,
+                    flow: header & FLOW != 0,
                 };
-                (kind, (tail & !FLOW_MAPPING) as usize)
+                (kind, self.end_of(id))
             }
             SEQUENCE => {
                 let (items, header) = self.sequence_at(payload as usize);
                 let kind = NodeKind::Sequence {
                     items,
-                    flow: header & 1 != 0,
+                    flow: header & FLOW != 0,
                 };
-                (
-                    kind,
-                    self.arena(Arena::Items)[payload as usize + 1] as usize,
-                )
+                (kind, self.end_of(id))
             }
             _ => {
                 let kind = NodeKind::Alias {
@@ -462,8 +465,8 @@ impl YamlFile {
         let mut best: Option<NodeId> = None;
         let mut at = 0;
         while at < self.arena(Arena::Entries).len() {
-            let (entries, _) = self.mapping_at(at);
-            at += 2 + entries.ids.len();
+            let (entries, header) = self.mapping_at(at);
+            at += block_words(header) + entries.ids.len();
             for (k, _) in entries {
                 let kind = self.packed(k).data >> KIND_SHIFT;
                 let start = |n: NodeId| self.packed(n).start;
@@ -485,8 +488,8 @@ impl YamlFile {
         // Every mapping's entries, straight from the arena: a header, then its pairs.
         let mut at = 0;
         while at < self.arena(Arena::Entries).len() {
-            let (entries, _) = self.mapping_at(at);
-            at += 2 + entries.ids.len();
+            let (entries, header) = self.mapping_at(at);
+            at += block_words(header) + entries.ids.len();
             if entries.len() < 2 {
                 continue;
             }
@@ -560,25 +563,60 @@ impl YamlFile {
         self.arena(Arena::Offsets).as_chunks().0
     }
 
-    /// The mapping whose header is at `index` of the entries arena: its entries, and the
-    /// header's second word (its end and flow flag).
-    fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
-        let arena = self.arena(Arena::Entries);
-        let header = arena[index];
-        let len = (header >> 1) as usize;
-        let paired = header & PAIRED != 0;
-        let first = index + 2;
-        let ids = &arena[first..first + if paired { 2 * len } else { len }];
-        (Entries { ids, paired }, arena[index + 1])
+    /// The collection whose header is at `index` of `arena`: its header, its end when stored,
+    /// and its children (a mapping's keys alone unless paired; see [`Arena`]).
+    fn collection_at(&self, arena: Arena, index: usize) -> (u32, Option<u32>, &[NodeId]) {
+        let words = self.arena(arena);
+        let header = words[index];
+        let len = (header >> COLLECTION_LEN_SHIFT) as usize;
+        let len = if header & PAIRED != 0 { 2 * len } else { len };
+        let (end, first) = if header & STORED_END != 0 {
+            (Some(words[index + 1]), index + 2)
+        } else {
+            (None, index + 1)
+        };
+        (header, end, &words[first..first + len])
     }
 
-    /// The sequence whose header is at `index` of the items arena: its items, and the header
-    /// (its length and flow flag).
+    /// The mapping whose header is at `index` of the entries arena: its entries, and its header.
+    fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
+        let (header, _, ids) = self.collection_at(Arena::Entries, index);
+        let paired = header & PAIRED != 0;
+        (Entries { ids, paired }, header)
+    }
+
+    /// The sequence whose header is at `index` of the items arena: its items, and its header.
     fn sequence_at(&self, index: usize) -> (&[NodeId], u32) {
-        let arena = self.arena(Arena::Items);
-        let header = arena[index];
-        let first = index + 2;
-        (&arena[first..first + (header >> 1) as usize], header)
+        let (header, _, items) = self.collection_at(Arena::Items, index);
+        (items, header)
+    }
+
+    /// The end of node `id`, from its record: a scalar's length, an alias's stored end, a
+    /// collection's stored end or, when its children give it ([`STORED_END`]), the end of its
+    /// last child (or of its first, a scalar or an alias, when that is later), its last child's
+    /// in turn: a loop down last children, as deep as the nesting and no wider.
+    fn end_of(&self, mut id: NodeId) -> usize {
+        let mut at_least = 0;
+        loop {
+            let packed = self.packed(id);
+            let index = (packed.data & PAYLOAD) as usize;
+            let (arena, mapping) = match packed.data >> KIND_SHIFT {
+                SCALAR => return at_least.max(self.scalar_end(id, packed)),
+                MAPPING => (Arena::Entries, true),
+                SEQUENCE => (Arena::Items, false),
+                _ => return at_least.max(self.stored_end(id)),
+            };
+            let (header, end, ids) = self.collection_at(arena, index);
+            let first_and_last = first_and_last(ids, mapping, header & PAIRED != 0);
+            let (Some((first, last)), None) = (first_and_last, end) else {
+                // Stored (a collection without children always stores its end).
+                return at_least.max(end.unwrap_or_default() as usize);
+            };
+            if first != last {
+                at_least = at_least.max(self.end_of(first));
+            }
+            id = last;
+        }
     }
 
     /// The stored value of scalar `id` (present: its flag said so): the first string of `id`.
@@ -612,4 +650,32 @@ impl YamlFile {
 pub(super) fn dash_of(offsets: &[[u32; 2]], id: NodeId) -> usize {
     let i = offsets.partition_point(|[n, _]| *n < id);
     offsets.get(i).map_or(0, |&[_, d]| d as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Arena, YamlFile};
+
+    /// A block collection whose first child is a scalar (or its only child) keeps no end word:
+    /// its children give it. A flow collection keeps its end (past its bracket), as does a block
+    /// sequence of several collections; every span reads as before either way.
+    #[test]
+    fn block_collections_keep_no_end_word() {
+        let (file, error) = YamlFile::parse("a: 1\nb: {x: 1}\nc:\n  - [y]\n  - z: 2\n");
+        assert!(error.is_none());
+        // The root mapping (3 keys) and `z: 2` (1 key): a header each, no end; `{x: 1}`: a header,
+        // its end and its key.
+        assert_eq!(
+            file.arena(Arena::Entries).len(),
+            (1 + 3) + (1 + 1) + (2 + 1)
+        );
+        // `c`'s sequence starts with a collection and has two items: header, end, items; `[y]`
+        // is flow: header, end, item.
+        assert_eq!(file.arena(Arena::Items).len(), (2 + 2) + (2 + 1));
+        let root = file.docs()[0].root;
+        let span = |keys: &[&str]| file.slice(file.node(file.lookup(root, keys).unwrap()).span);
+        assert_eq!(span(&["b"]), "{x: 1}");
+        assert_eq!(span(&["c"]), "- [y]\n  - z: 2");
+        assert_eq!(file.slice(file.node(root).span), file.text().trim_end());
+    }
 }
