@@ -1,7 +1,8 @@
 //! The repository a listing describes: each YAML-named file read from where the listing came
 //! from (`Contents`: the work tree, a revision's objects), judged — Kubernetes YAML, a Helm
 //! chart's template or metadata, template text that is not YAML, unreadable — and parsed in
-//! parallel; what is not Kubernetes YAML is set aside with a note, not an error.
+//! parallel, each distinct text once (its copies share it); what is not Kubernetes YAML is set
+//! aside with a note, not an error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher as _;
