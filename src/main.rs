@@ -18,7 +18,7 @@ use clap::Parser;
 use cli::Cli;
 use commands::ExitStatus;
 
-/// mimalloc: see [`fluxmend::platform::Allocator`].
+/// mimalloc, and pages of their own for large blocks: see [`fluxmend::platform::Allocator`].
 #[global_allocator]
 static GLOBAL: fluxmend::platform::Allocator = fluxmend::platform::Allocator {};
 
