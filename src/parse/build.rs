@@ -5,9 +5,9 @@ use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
 use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile, dash_of};
 use super::node::{
-    ALIAS, COLLECTION_LEN_SHIFT, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT, LEN_SHIFT,
-    LINE_BLOCK, LONG, MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR, SEQUENCE, STORED_END,
-    ScalarStyle, Span, first_and_last,
+    ALIAS, COLLECTION_LEN_SHIFT, Children, DENSE, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE,
+    KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR,
+    SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
 };
 use super::{ends, lenient};
 
@@ -282,11 +282,25 @@ impl Scratch {
                     }
                 },
                 MAPPING => {
-                    let at = repack(&self.entries, index, true, node, &self.nodes, &mut entries);
+                    let at = repack(
+                        &self.entries,
+                        (id, index),
+                        true,
+                        node,
+                        &self.nodes,
+                        &mut entries,
+                    );
                     data = data & !PAYLOAD | at;
                 }
                 SEQUENCE => {
-                    let at = repack(&self.items, index, false, node, &self.nodes, &mut items);
+                    let at = repack(
+                        &self.items,
+                        (id, index),
+                        false,
+                        node,
+                        &self.nodes,
+                        &mut items,
+                    );
                     data = data & !PAYLOAD | at;
                 }
                 _ => self.offsets.push([id, node.end]),
@@ -317,32 +331,51 @@ impl Scratch {
     }
 }
 
-/// Copy the block of the collection at `index` of `arena` as the builder left it (its header, a
-/// word for its end, its children) to the end of `out`, its end kept unless its children give
-/// it as [`STORED_END`] says; `node` is the collection, `nodes` every node. Its index in `out`.
+/// Copy the block of the collection `id` at `index` of `arena` as the builder left it (its
+/// header, a word for its end, its children) to the end of `out`, its end kept unless its
+/// children give it as [`STORED_END`] says, a mapping's keys unless [`DENSE`]; `node` is the
+/// collection, `nodes` every node. Its index in `out`.
 fn repack(
     arena: &[u32],
-    index: usize,
+    (id, index): (NodeId, usize),
     mapping: bool,
     node: &Open,
     nodes: &[Open],
     out: &mut Vec<u32>,
 ) -> u32 {
-    let header = arena[index];
+    let mut header = arena[index];
     let len = (header >> COLLECTION_LEN_SHIFT) as usize;
     let paired = header & PAIRED != 0;
     let ids = &arena[index + 2..index + 2 + if paired { 2 * len } else { len }];
     let at = out.len() as u32;
     let leaf = |c: NodeId| matches!(nodes[c as usize].data >> KIND_SHIFT, SCALAR | ALIAS);
-    let given = first_and_last(ids, mapping, paired)
+    let children = if mapping {
+        Children::Entries(Entries {
+            ids,
+            paired,
+            dense: None,
+        })
+    } else {
+        Children::Items(ids)
+    };
+    let given = first_and_last(children)
         .filter(|&(first, last)| first == last || leaf(first))
         .map(|(first, last)| nodes[first as usize].end.max(nodes[last as usize].end));
+    let dense = mapping
+        && !paired
+        && !ids.is_empty()
+        && (id + 1..).step_by(2).zip(ids).all(|(key, &k)| k == key);
+    if dense {
+        header |= DENSE;
+    }
     if given == Some(node.end) {
         out.push(header);
     } else {
         out.extend([header | STORED_END, node.end]);
     }
-    out.extend_from_slice(ids);
+    if !dense {
+        out.extend_from_slice(ids);
+    }
     at
 }
 

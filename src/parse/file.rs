@@ -6,9 +6,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::node::{
-    ALIAS, COLLECTION_LEN_SHIFT, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE, KIND_SHIFT,
-    LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD, Packed, SCALAR,
-    SCALAR_STYLES, SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
+    ALIAS, COLLECTION_LEN_SHIFT, Children, DENSE, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE,
+    KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD,
+    Packed, SCALAR, SCALAR_STYLES, SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
 };
 
 /// One document of a (possibly multi-document) file. Its offsets are 32-bit, as every offset
@@ -73,9 +73,9 @@ pub struct YamlFile {
 /// nodes starts), in this order:
 /// - `Nodes`: two words a node, its [`Packed`] record.
 /// - `Entries`: mapping children: at a mapping's index its header, `len <<
-///   COLLECTION_LEN_SHIFT` with [`FLOW`], [`STORED_END`] and [`PAIRED`] flags, then its end if
-///   stored (else its children give it), then its `len` keys, or `len`
-///   (key, value) pairs when paired (see [`Entries`]).
+///   COLLECTION_LEN_SHIFT` with [`FLOW`], [`STORED_END`], [`PAIRED`] and [`DENSE`] flags, then
+///   its end if stored (else its children give it), then its `len` keys, or `len` (key, value)
+///   pairs when paired, or nothing when dense (see [`Entries`]).
 /// - `Items`: sequence children: at a sequence's index its header (the same, never paired), its
 ///   end if stored, then its `len` items.
 /// - `Offsets`: (node id, offset) pairs: the dash byte of each block-sequence item, and the end
@@ -112,9 +112,16 @@ fn whole(len: usize) -> (u32, u32) {
     (0, len as u32)
 }
 
-/// Words a collection's block takes before its children: its header, and its end when stored.
-fn block_words(header: u32) -> usize {
-    1 + usize::from(header & STORED_END != 0)
+/// Words a collection's block takes for its children ([`Arena`]).
+fn stored_children(header: u32) -> usize {
+    let len = (header >> COLLECTION_LEN_SHIFT) as usize;
+    if header & DENSE != 0 {
+        0
+    } else if header & PAIRED != 0 {
+        2 * len
+    } else {
+        len
+    }
 }
 
 /// A (start, length) place as a range.
@@ -262,7 +269,7 @@ impl YamlFile {
                 (kind, self.scalar_end(id, packed))
             }
             MAPPING => {
-                let (entries, header) = self.mapping_at(payload as usize);
+                let (entries, header) = self.mapping_at(id, payload as usize);
                 let kind = NodeKind::Mapping {
                     entries,
                     flow: header & FLOW != 0,
@@ -358,11 +365,14 @@ impl YamlFile {
     /// node's record, not unpacked (its span and dash are not needed): every lookup of a key
     /// starts here.
     pub fn entries(&self, id: NodeId) -> Entries<'_> {
-        match self.resolve(id).map(|id| self.packed(id).data) {
-            Some(data) if data >> KIND_SHIFT == MAPPING => {
-                self.mapping_at((data & PAYLOAD) as usize).0
-            }
-            _ => Entries::default(),
+        let Some(id) = self.resolve(id) else {
+            return Entries::default();
+        };
+        let data = self.packed(id).data;
+        if data >> KIND_SHIFT == MAPPING {
+            self.mapping_at(id, (data & PAYLOAD) as usize).0
+        } else {
+            Entries::default()
         }
     }
 
@@ -460,13 +470,20 @@ impl YamlFile {
 }
 
 impl YamlFile {
+    /// Every mapping of the file, in node order, with its entries: from the node records, read
+    /// without unpacking a node.
+    fn mappings(&self) -> impl Iterator<Item = (NodeId, Entries<'_>)> {
+        self.node_ids().filter_map(|id| {
+            let data = self.packed(id).data;
+            (data >> KIND_SHIFT == MAPPING)
+                .then(|| (id, self.mapping_at(id, (data & PAYLOAD) as usize).0))
+        })
+    }
+
     /// The first mapping key (in file order) that is a mapping or a sequence.
     pub(super) fn first_collection_key(&self) -> Option<NodeId> {
         let mut best: Option<NodeId> = None;
-        let mut at = 0;
-        while at < self.arena(Arena::Entries).len() {
-            let (entries, header) = self.mapping_at(at);
-            at += block_words(header) + entries.ids.len();
+        for (_, entries) in self.mappings() {
             for (k, _) in entries {
                 let kind = self.packed(k).data >> KIND_SHIFT;
                 let start = |n: NodeId| self.packed(n).start;
@@ -485,11 +502,7 @@ impl YamlFile {
         let mut best: Option<(NodeId, NodeId)> = None;
         let mut seen: HashMap<&str, NodeId> = HashMap::default();
         let mut keys: Vec<(&str, NodeId)> = Vec::new();
-        // Every mapping's entries, straight from the arena: a header, then its pairs.
-        let mut at = 0;
-        while at < self.arena(Arena::Entries).len() {
-            let (entries, header) = self.mapping_at(at);
-            at += block_words(header) + entries.ids.len();
+        for (_, entries) in self.mappings() {
             if entries.len() < 2 {
                 continue;
             }
@@ -564,12 +577,12 @@ impl YamlFile {
     }
 
     /// The collection whose header is at `index` of `arena`: its header, its end when stored,
-    /// and its children (a mapping's keys alone unless paired; see [`Arena`]).
+    /// and its children as stored (a mapping's keys alone unless paired, none when dense; see
+    /// [`Arena`]).
     fn collection_at(&self, arena: Arena, index: usize) -> (u32, Option<u32>, &[NodeId]) {
         let words = self.arena(arena);
         let header = words[index];
-        let len = (header >> COLLECTION_LEN_SHIFT) as usize;
-        let len = if header & PAIRED != 0 { 2 * len } else { len };
+        let len = stored_children(header);
         let (end, first) = if header & STORED_END != 0 {
             (Some(words[index + 1]), index + 2)
         } else {
@@ -578,11 +591,14 @@ impl YamlFile {
         (header, end, &words[first..first + len])
     }
 
-    /// The mapping whose header is at `index` of the entries arena: its entries, and its header.
-    fn mapping_at(&self, index: usize) -> (Entries<'_>, u32) {
+    /// Mapping `id`, whose header is at `index` of the entries arena: its entries, and its
+    /// header.
+    fn mapping_at(&self, id: NodeId, index: usize) -> (Entries<'_>, u32) {
         let (header, _, ids) = self.collection_at(Arena::Entries, index);
         let paired = header & PAIRED != 0;
-        (Entries { ids, paired }, header)
+        let dense = (header & DENSE != 0).then(|| (id + 1, header >> COLLECTION_LEN_SHIFT));
+        let entries = Entries { ids, paired, dense };
+        (entries, header)
     }
 
     /// The sequence whose header is at `index` of the items arena: its items, and its header.
@@ -600,15 +616,19 @@ impl YamlFile {
         loop {
             let packed = self.packed(id);
             let index = (packed.data & PAYLOAD) as usize;
-            let (arena, mapping) = match packed.data >> KIND_SHIFT {
+            let ((_, end, _), children) = match packed.data >> KIND_SHIFT {
                 SCALAR => return at_least.max(self.scalar_end(id, packed)),
-                MAPPING => (Arena::Entries, true),
-                SEQUENCE => (Arena::Items, false),
+                MAPPING => (
+                    self.collection_at(Arena::Entries, index),
+                    Children::Entries(self.mapping_at(id, index).0),
+                ),
+                SEQUENCE => (
+                    self.collection_at(Arena::Items, index),
+                    Children::Items(self.sequence_at(index).0),
+                ),
                 _ => return at_least.max(self.stored_end(id)),
             };
-            let (header, end, ids) = self.collection_at(arena, index);
-            let first_and_last = first_and_last(ids, mapping, header & PAIRED != 0);
-            let (Some((first, last)), None) = (first_and_last, end) else {
+            let (Some((first, last)), None) = (first_and_last(children), end) else {
                 // Stored (a collection without children always stores its end).
                 return at_least.max(end.unwrap_or_default() as usize);
             };
@@ -663,12 +683,9 @@ mod tests {
     fn block_collections_keep_no_end_word() {
         let (file, error) = YamlFile::parse("a: 1\nb: {x: 1}\nc:\n  - [y]\n  - z: 2\n");
         assert!(error.is_none());
-        // The root mapping (3 keys) and `z: 2` (1 key): a header each, no end; `{x: 1}`: a header,
-        // its end and its key.
-        assert_eq!(
-            file.arena(Arena::Entries).len(),
-            (1 + 3) + (1 + 1) + (2 + 1)
-        );
+        // The root mapping (3 keys, `b`'s value a collection): a header and its keys, no end;
+        // `z: 2`: a header alone (dense); `{x: 1}`: a header and its end (dense, flow).
+        assert_eq!(file.arena(Arena::Entries).len(), (1 + 3) + 1 + 2);
         // `c`'s sequence starts with a collection and has two items: header, end, items; `[y]`
         // is flow: header, end, item.
         assert_eq!(file.arena(Arena::Items).len(), (2 + 2) + (2 + 1));
@@ -677,5 +694,36 @@ mod tests {
         assert_eq!(span(&["b"]), "{x: 1}");
         assert_eq!(span(&["c"]), "- [y]\n  - z: 2");
         assert_eq!(file.slice(file.node(root).span), file.text().trim_end());
+    }
+
+    /// A mapping whose keys and values have no children (but its last value) keeps no key: each
+    /// is read from the node after the one before, values and spans as with listed keys,
+    /// whatever the values are (empty, aliases, quoted), at any depth.
+    #[test]
+    fn mappings_without_nested_collections_keep_no_keys() {
+        let text = "a: &x 1\nb:\nc: *x\nf:\n  - {g: 1, h: [2]}\n  - i: 3\n    j: k\n\"d\": 'e'\n";
+        let (file, error) = YamlFile::parse(text);
+        assert!(error.is_none());
+        let root = file.docs()[0].root;
+        let value = |keys: &[&str]| file.scalar(file.lookup(root, keys).unwrap());
+        assert_eq!(file.entries(root).len(), 5);
+        assert_eq!(value(&["a"]), Some("1"));
+        assert_eq!(value(&["b"]), Some(""));
+        assert_eq!(value(&["c"]), Some("1"));
+        assert_eq!(value(&["d"]), Some("e"));
+        let items = file.items(file.lookup(root, &["f"]).unwrap());
+        let second = file.entries(items[1]);
+        assert_eq!(second.len(), 2);
+        assert_eq!(file.scalar(second.last().unwrap().1), Some("k"));
+        assert_eq!(file.scalar(file.entry(items[1], "i").unwrap().1), Some("3"));
+        assert_eq!(file.slice(file.node(items[1]).span), "i: 3\n    j: k");
+        assert_eq!(file.entries(items[0]).len(), 2);
+        assert_eq!(file.slice(file.node(items[0]).span), "{g: 1, h: [2]}");
+        // Stored keys: the root's 5 (`f`, not last, holds a sequence); `{g: 1, h: [2]}` keeps a
+        // header and its end (its last value may hold anything) and `i: 3 …` a header alone.
+        assert_eq!(file.arena(Arena::Entries).len(), (1 + 5) + 2 + 1);
+        let keys: Vec<_> = second.iter().map(|(k, _)| file.scalar(k)).collect();
+        assert_eq!(keys, [Some("i"), Some("j")]);
+        assert_eq!(second.get(2), None);
     }
 }

@@ -66,33 +66,41 @@ pub enum NodeKind<'a> {
 
 /// A mapping's (key, value) pairs, in source order. The arena keeps most mappings' keys alone:
 /// a value is the node right after its key, unless the key is a collection (which Flux refuses
-/// anyway), and a fleet has millions of entries.
+/// anyway), and a fleet has millions of entries. Most of a fleet's mappings hold no collection
+/// but in their last value (`metadata`, `labels`, a `dependsOn` item, a Kustomization's `spec`
+/// ending with `sourceRef`): their keys are every other node after the mapping's own, and the
+/// arena keeps none of them ([`DENSE`]).
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Entries<'a> {
-    /// The keys, or with `paired` each key followed by its value.
+    /// The keys, or with `paired` each key followed by its value; none when `dense`.
     pub(super) ids: &'a [NodeId],
     pub(super) paired: bool,
+    /// (first key, count) of a dense mapping: key `i` is node `first + 2i`, its value the next.
+    pub(super) dense: Option<(NodeId, u32)>,
 }
 
 impl<'a> Entries<'a> {
     pub fn len(&self) -> usize {
-        if self.paired {
-            self.ids.len() / 2
-        } else {
-            self.ids.len()
+        match self.dense {
+            Some((_, len)) => len as usize,
+            None if self.paired => self.ids.len() / 2,
+            None => self.ids.len(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
 
     /// The `i`th (key, value) pair.
     pub fn get(&self, i: usize) -> Option<(NodeId, NodeId)> {
-        if self.paired {
-            Some((*self.ids.get(2 * i)?, *self.ids.get(2 * i + 1)?))
-        } else {
-            self.ids.get(i).map(|&k| (k, k + 1))
+        match self.dense {
+            Some((first, len)) => (i < len as usize).then(|| {
+                let key = first + 2 * i as NodeId;
+                (key, key + 1)
+            }),
+            None if self.paired => Some((*self.ids.get(2 * i)?, *self.ids.get(2 * i + 1)?)),
+            None => self.ids.get(i).map(|&k| (k, k + 1)),
         }
     }
 
@@ -197,17 +205,27 @@ pub(super) const PAIRED: u32 = 1;
 pub(super) const STORED_END: u32 = 1 << 1;
 /// In a collection's arena header: a flow collection (`{…}`, `[…]`).
 pub(super) const FLOW: u32 = 1 << 2;
+/// In a mapping's arena header: its keys are not stored, as they are every other node from the
+/// one after the mapping's own (no key has a child, nor any value but the last): see
+/// [`Entries`].
+pub(super) const DENSE: u32 = 1 << 3;
 /// Where a collection's length starts in its arena header.
-pub(super) const COLLECTION_LEN_SHIFT: u32 = 3;
+pub(super) const COLLECTION_LEN_SHIFT: u32 = 4;
 
-/// A collection's first and last child, from its children as its arena holds them (a
-/// mapping's keys alone unless `paired`); `None` without children.
-pub(super) fn first_and_last(
-    ids: &[NodeId],
-    mapping: bool,
-    paired: bool,
-) -> Option<(NodeId, NodeId)> {
-    Some((*ids.first()?, *ids.last()? + u32::from(mapping && !paired)))
+/// A collection's children, as [`first_and_last`] reads them.
+#[derive(Clone, Copy)]
+pub(super) enum Children<'a> {
+    Entries(Entries<'a>),
+    Items(&'a [NodeId]),
+}
+
+/// A collection's first and last child (a mapping's first key and last value); `None` without
+/// children.
+pub(super) fn first_and_last(children: Children<'_>) -> Option<(NodeId, NodeId)> {
+    match children {
+        Children::Entries(entries) => Some((entries.first()?.0, entries.last()?.1)),
+        Children::Items(items) => Some((*items.first()?, *items.last()?)),
+    }
 }
 
 /// Files this large are refused: offsets are 32 bits and ids and arena indexes 29. The loader
