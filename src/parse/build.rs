@@ -3,7 +3,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle as TScalarStyle};
 
-use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile, dash_of};
+use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile};
 use super::node::{
     ALIAS, COLLECTION_LEN_SHIFT, Children, DENSE, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE,
     KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR,
@@ -269,7 +269,11 @@ impl Scratch {
         );
         for (id, node) in (0..).zip(&self.nodes) {
             if node.data & HAS_DASH != 0 {
-                self.offsets.extend(dashes.next());
+                // Kept only where the item does not start two bytes after it (`- x`).
+                let dash = dashes
+                    .next()
+                    .filter(|d| node.start.checked_sub(2) != Some(d[1]));
+                self.offsets.extend(dash);
             }
             let index = (node.data & PAYLOAD) as usize;
             let mut data = node.data;
@@ -377,6 +381,13 @@ fn repack(
         out.extend_from_slice(ids);
     }
     at
+}
+
+/// The dash byte of block-sequence item `id` (present: its flag said so) while the file is
+/// built: the first offset of `id` in the builder's dashes, which holds every dash.
+pub(super) fn dash_of(offsets: &[[u32; 2]], id: NodeId) -> usize {
+    let i = offsets.partition_point(|[n, _]| *n < id);
+    offsets.get(i).map_or(0, |&[_, d]| d as usize)
 }
 
 /// A node while the file is built: its end is still read and moved (a collection's is set

@@ -78,9 +78,10 @@ pub struct YamlFile {
 ///   pairs when paired, or nothing when dense (see [`Entries`]).
 /// - `Items`: sequence children: at a sequence's index its header (the same, never paired), its
 ///   end if stored, then its `len` items.
-/// - `Offsets`: (node id, offset) pairs: the dash byte of each block-sequence item, and the end
-///   of each node whose record cannot hold it (an alias, a scalar of 16 MiB or more), by node id
-///   (ascending; a node's dash before its end): both few, so one table.
+/// - `Offsets`: (node id, offset) pairs: the dash byte of each block-sequence item that does not
+///   start two bytes after its dash (`- x` is nearly every item), and the end of each node whose
+///   record cannot hold it (an alias, a scalar of 16 MiB or more), by node id (ascending; a
+///   node's dash before its end): both few, so one table.
 /// - `Lines`: the start of every [`LINE_BLOCK`]-th line.
 #[derive(Clone, Copy)]
 pub(super) enum Arena {
@@ -294,7 +295,7 @@ impl YamlFile {
         Node {
             kind,
             span: Span::new(start, end),
-            dash: (packed.data & HAS_DASH != 0).then(|| dash_of(self.offsets(), id)),
+            dash: (packed.data & HAS_DASH != 0).then(|| self.dash(id, packed)),
         }
     }
 
@@ -646,6 +647,25 @@ impl YamlFile {
         strings.get(i).map_or("", |(_, s)| s)
     }
 
+    /// The dash byte of block-sequence item `id` (`packed` its record, whose flag says it has
+    /// one): its first offset, unless all `id` has is its end (an alias's, a long scalar's);
+    /// else two bytes before it starts.
+    fn dash(&self, id: NodeId, packed: Packed) -> usize {
+        let offsets = self.offsets();
+        let at = offsets.partition_point(|[n, _]| *n < id);
+        let stored = offsets[at..].iter().take_while(|[n, _]| *n == id).count();
+        let end_stored = match packed.data >> KIND_SHIFT {
+            SCALAR => (packed.data & PAYLOAD) >> LEN_SHIFT == LONG,
+            MAPPING | SEQUENCE => false,
+            _ => true,
+        };
+        if stored > usize::from(end_stored) {
+            offsets[at][1] as usize
+        } else {
+            packed.start as usize - 2
+        }
+    }
+
     /// The end of node `id` when its record cannot hold it: the last offset of `id`.
     fn stored_end(&self, id: NodeId) -> usize {
         let offsets = self.offsets();
@@ -663,13 +683,6 @@ impl YamlFile {
             .and_then(|i| strings.get(i))
             .map_or("", |(_, s)| s)
     }
-}
-
-/// The dash byte of block-sequence item `id` (present: its flag said so): the first offset of
-/// `id` in `offsets` (the file's, or the builder's dashes alone).
-pub(super) fn dash_of(offsets: &[[u32; 2]], id: NodeId) -> usize {
-    let i = offsets.partition_point(|[n, _]| *n < id);
-    offsets.get(i).map_or(0, |&[_, d]| d as usize)
 }
 
 #[cfg(test)]
@@ -725,5 +738,24 @@ mod tests {
         let keys: Vec<_> = second.iter().map(|(k, _)| file.scalar(k)).collect();
         assert_eq!(keys, [Some("i"), Some("j")]);
         assert_eq!(second.get(2), None);
+    }
+
+    /// A dash two bytes before its item is not stored; any other is, beside an alias's end:
+    /// every dash reads where it is.
+    #[test]
+    fn only_dashes_not_right_before_their_item_are_stored() {
+        let text = "a: &x 1\nl:\n- p\n-   q\n-\n  r\n- &y s\n- *x\n-  *x\n- t: 1\n  u: 2\n- - v\n";
+        let (file, error) = YamlFile::parse(text);
+        assert!(error.is_none());
+        let root = file.docs()[0].root;
+        let items = file.items(file.lookup(root, &["l"]).unwrap());
+        let dashes: Vec<usize> = items.iter().map(|&i| file.node(i).dash.unwrap()).collect();
+        let lines: Vec<usize> = text.match_indices("\n-").map(|(at, _)| at + 1).collect();
+        assert_eq!(dashes, lines);
+        let inner = file.items(items[7]);
+        assert_eq!(file.node(inner[0]).dash, Some(lines[7] + 2));
+        // Stored: `-   q`, `-\n  r`, `- &y s`, `-  *x` (and both aliases' ends).
+        assert_eq!(file.offsets().len(), 4 + 2);
+        assert_eq!(file.slice(file.node(items[5]).span), "*x");
     }
 }
