@@ -16,7 +16,8 @@ pub struct Allocator;
 /// stay resident around a freed block until every block of the page is freed: 2 MB of `fix`'s
 /// peak at 14k files, a twentieth of it (issue 26). Mapped on their own, they are given back as
 /// they are freed, and a block that grows (a vector doubling) is moved by the page table rather
-/// than copied.
+/// than copied. Elsewhere than on Unix, every block is mimalloc's.
+#[cfg_attr(not(unix), allow(dead_code))]
 const LARGE: usize = 64 * 1024;
 
 /// Whether a block is mapped on its own rather than mimalloc's. Mapped pages are aligned to a
