@@ -7,7 +7,7 @@ use super::file::{Document, HEADER, LineEnding, ParseError, YamlFile};
 use super::node::{
     ALIAS, COLLECTION_LEN_SHIFT, Children, DENSE, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE,
     KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, MAX_TEXT, NodeId, PAIRED, PAYLOAD, SCALAR,
-    SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
+    SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last, unstored_dash,
 };
 use super::{ends, lenient};
 
@@ -272,7 +272,7 @@ impl Scratch {
                 // Kept only where the item does not start two bytes after it (`- x`).
                 let dash = dashes
                     .next()
-                    .filter(|d| node.start.checked_sub(2) != Some(d[1]));
+                    .filter(|d| unstored_dash(node.start) != Some(d[1]));
                 self.offsets.extend(dash);
             }
             let index = (node.data & PAYLOAD) as usize;
@@ -368,7 +368,10 @@ fn repack(
     let dense = mapping
         && !paired
         && !ids.is_empty()
-        && (id + 1..).step_by(2).zip(ids).all(|(key, &k)| k == key);
+        && Entries::dense(id, len as u32)
+            .iter()
+            .map(|(key, _)| key)
+            .eq(ids.iter().copied());
     if dense {
         header |= DENSE;
     }

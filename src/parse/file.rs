@@ -9,6 +9,7 @@ use super::node::{
     ALIAS, COLLECTION_LEN_SHIFT, Children, DENSE, Entries, FLOW, HAS_DASH, HAS_TAG, HAS_VALUE,
     KIND_SHIFT, LEN_SHIFT, LINE_BLOCK, LONG, MAPPING, Node, NodeId, NodeKind, PAIRED, PAYLOAD,
     Packed, SCALAR, SCALAR_STYLES, SEQUENCE, STORED_END, ScalarStyle, Span, first_and_last,
+    unstored_dash,
 };
 
 /// One document of a (possibly multi-document) file. Its offsets are 32-bit, as every offset
@@ -122,6 +123,21 @@ fn stored_children(header: u32) -> usize {
         2 * len
     } else {
         len
+    }
+}
+
+/// The entries of mapping `id` from its arena block: `header`, and `ids` the children stored
+/// after it ([`YamlFile::collection_at`]).
+fn entries_of(id: NodeId, header: u32, ids: &[NodeId]) -> Entries<'_> {
+    if header & DENSE != 0 {
+        Entries::dense(id, header >> COLLECTION_LEN_SHIFT)
+    } else {
+        let paired = header & PAIRED != 0;
+        Entries {
+            ids,
+            paired,
+            dense: None,
+        }
     }
 }
 
@@ -596,10 +612,7 @@ impl YamlFile {
     /// header.
     fn mapping_at(&self, id: NodeId, index: usize) -> (Entries<'_>, u32) {
         let (header, _, ids) = self.collection_at(Arena::Entries, index);
-        let paired = header & PAIRED != 0;
-        let dense = (header & DENSE != 0).then(|| (id + 1, header >> COLLECTION_LEN_SHIFT));
-        let entries = Entries { ids, paired, dense };
-        (entries, header)
+        (entries_of(id, header, ids), header)
     }
 
     /// The sequence whose header is at `index` of the items arena: its items, and its header.
@@ -617,17 +630,16 @@ impl YamlFile {
         loop {
             let packed = self.packed(id);
             let index = (packed.data & PAYLOAD) as usize;
-            let ((_, end, _), children) = match packed.data >> KIND_SHIFT {
+            let arena = match packed.data >> KIND_SHIFT {
                 SCALAR => return at_least.max(self.scalar_end(id, packed)),
-                MAPPING => (
-                    self.collection_at(Arena::Entries, index),
-                    Children::Entries(self.mapping_at(id, index).0),
-                ),
-                SEQUENCE => (
-                    self.collection_at(Arena::Items, index),
-                    Children::Items(self.sequence_at(index).0),
-                ),
+                MAPPING => Arena::Entries,
+                SEQUENCE => Arena::Items,
                 _ => return at_least.max(self.stored_end(id)),
+            };
+            let (header, end, ids) = self.collection_at(arena, index);
+            let children = match arena {
+                Arena::Entries => Children::Entries(entries_of(id, header, ids)),
+                _ => Children::Items(ids),
             };
             let (Some((first, last)), None) = (first_and_last(children), end) else {
                 // Stored (a collection without children always stores its end).
@@ -662,7 +674,7 @@ impl YamlFile {
         if stored > usize::from(end_stored) {
             offsets[at][1] as usize
         } else {
-            packed.start as usize - 2
+            unstored_dash(packed.start).map_or(0, |d| d as usize)
         }
     }
 

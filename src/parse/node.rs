@@ -79,6 +79,18 @@ pub struct Entries<'a> {
     pub(super) dense: Option<(NodeId, u32)>,
 }
 
+impl Entries<'_> {
+    /// The entries of dense mapping `mapping` with `len` keys: its keys are every other node
+    /// after its own ([`DENSE`]). The one definition the builder checks and the reader reads.
+    pub(super) fn dense(mapping: NodeId, len: u32) -> Entries<'static> {
+        Entries {
+            ids: &[],
+            paired: false,
+            dense: Some((mapping + 1, len)),
+        }
+    }
+}
+
 impl<'a> Entries<'a> {
     pub fn len(&self) -> usize {
         match self.dense {
@@ -211,6 +223,12 @@ pub(super) const FLOW: u32 = 1 << 2;
 pub(super) const DENSE: u32 = 1 << 3;
 /// Where a collection's length starts in its arena header.
 pub(super) const COLLECTION_LEN_SHIFT: u32 = 4;
+
+/// Where a block-sequence item's dash is when the file does not store it: two bytes before the
+/// item starts (`- x`, nearly every item); stored wherever it is elsewhere.
+pub(super) fn unstored_dash(item_start: u32) -> Option<u32> {
+    item_start.checked_sub(2)
+}
 
 /// A collection's children, as [`first_and_last`] reads them.
 #[derive(Clone, Copy)]
