@@ -699,22 +699,28 @@ impl YamlFile {
 
 #[cfg(test)]
 mod tests {
-    use super::{Arena, YamlFile};
+    use super::{Arena, NodeId, YamlFile};
+
+    /// `text` parsed without an error, and its first document's root.
+    fn parsed(text: &str) -> (YamlFile, NodeId) {
+        let (file, error) = YamlFile::parse(text);
+        assert!(error.is_none(), "{error:?}");
+        let root = file.docs()[0].root;
+        (file, root)
+    }
 
     /// A block collection whose first child is a scalar (or its only child) keeps no end word:
     /// its children give it. A flow collection keeps its end (past its bracket), as does a block
     /// sequence of several collections; every span reads as before either way.
     #[test]
     fn block_collections_keep_no_end_word() {
-        let (file, error) = YamlFile::parse("a: 1\nb: {x: 1}\nc:\n  - [y]\n  - z: 2\n");
-        assert!(error.is_none());
+        let (file, root) = parsed("a: 1\nb: {x: 1}\nc:\n  - [y]\n  - z: 2\n");
         // The root mapping (3 keys, `b`'s value a collection): a header and its keys, no end;
         // `z: 2`: a header alone (dense); `{x: 1}`: a header and its end (dense, flow).
         assert_eq!(file.arena(Arena::Entries).len(), (1 + 3) + 1 + 2);
         // `c`'s sequence starts with a collection and has two items: header, end, items; `[y]`
         // is flow: header, end, item.
         assert_eq!(file.arena(Arena::Items).len(), (2 + 2) + (2 + 1));
-        let root = file.docs()[0].root;
         let span = |keys: &[&str]| file.slice(file.node(file.lookup(root, keys).unwrap()).span);
         assert_eq!(span(&["b"]), "{x: 1}");
         assert_eq!(span(&["c"]), "- [y]\n  - z: 2");
@@ -727,9 +733,7 @@ mod tests {
     #[test]
     fn mappings_without_nested_collections_keep_no_keys() {
         let text = "a: &x 1\nb:\nc: *x\nf:\n  - {g: 1, h: [2]}\n  - i: 3\n    j: k\n\"d\": 'e'\n";
-        let (file, error) = YamlFile::parse(text);
-        assert!(error.is_none());
-        let root = file.docs()[0].root;
+        let (file, root) = parsed(text);
         let value = |keys: &[&str]| file.scalar(file.lookup(root, keys).unwrap());
         assert_eq!(file.entries(root).len(), 5);
         assert_eq!(value(&["a"]), Some("1"));
@@ -757,9 +761,7 @@ mod tests {
     #[test]
     fn only_dashes_not_right_before_their_item_are_stored() {
         let text = "a: &x 1\nl:\n- p\n-   q\n-\n  r\n- &y s\n- *x\n-  *x\n- t: 1\n  u: 2\n- - v\n";
-        let (file, error) = YamlFile::parse(text);
-        assert!(error.is_none());
-        let root = file.docs()[0].root;
+        let (file, root) = parsed(text);
         let items = file.items(file.lookup(root, &["l"]).unwrap());
         let dashes: Vec<usize> = items.iter().map(|&i| file.node(i).dash.unwrap()).collect();
         let lines: Vec<usize> = text.match_indices("\n-").map(|(at, _)| at + 1).collect();
